@@ -1,0 +1,66 @@
+package transcript
+
+import "strings"
+
+// Texts by which OpenCode marks its own synthetic messages and side calls.
+// They are matched by prefix so that small wording changes in the tail of a
+// prompt do not break detection.
+const (
+	titlePrompt      = "You are a title generator"
+	compactionPrompt = "You are a context summarization agent"
+	continuePrompt   = "Continue if you have next steps"
+	recapQuestion    = "What did we do so far?"
+)
+
+func classify(t *Transcript) Kind {
+	for _, m := range t.Messages {
+		if !isSystem(m.Role) {
+			break
+		}
+		switch {
+		case strings.HasPrefix(m.Text, titlePrompt):
+			return Title
+		case strings.HasPrefix(m.Text, compactionPrompt):
+			return Compaction
+		}
+	}
+	return Agent
+}
+
+// IsContinuation reports whether a user message is the harness's synthetic
+// "keep going" prompt rather than a request.
+func IsContinuation(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), continuePrompt)
+}
+
+// segment splits messages into turns. A turn opens at a user request; tool
+// results, synthetic continuation prompts and anything else belong to the
+// turn they follow. OpenCode's post-compaction recap (the question "What did
+// we do so far?" answered by the summary) opens a Summary turn.
+func segment(ms []Message) (turns []Turn, preamble int) {
+	preamble = len(ms)
+	for i := range ms {
+		kind, opens := opensTurn(ms, i)
+		if !opens {
+			continue
+		}
+		if len(turns) == 0 {
+			preamble = i
+		} else {
+			turns[len(turns)-1].End = i
+		}
+		turns = append(turns, Turn{Kind: kind, Start: i, End: len(ms)})
+	}
+	return turns, preamble
+}
+
+func opensTurn(ms []Message, i int) (TurnKind, bool) {
+	m := &ms[i]
+	if m.Role != "user" || IsContinuation(m.Text) {
+		return 0, false
+	}
+	if strings.TrimSpace(m.Text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {
+		return Summary, true
+	}
+	return Request, true
+}

@@ -1,0 +1,144 @@
+package transcript
+
+import (
+	"errors"
+	"net/http"
+)
+
+// Format is a provider wire format.
+type Format int
+
+const (
+	// OpenAIChat is POST /v1/chat/completions.
+	OpenAIChat Format = iota
+)
+
+func (f Format) String() string {
+	switch f {
+	case OpenAIChat:
+		return "openai-chat"
+	}
+	return "unknown"
+}
+
+// Kind is what a call is for, as far as the body and headers tell.
+type Kind int
+
+const (
+	// Agent is an ordinary agent turn: routed and remembered.
+	Agent Kind = iota
+	// Title is the harness's title-generator side call.
+	Title
+	// Compaction is the harness's summarisation call.
+	Compaction
+	// Subagent is an agent call of a child session (x-parent-session-id).
+	Subagent
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Agent:
+		return "agent"
+	case Title:
+		return "title"
+	case Compaction:
+		return "compaction"
+	case Subagent:
+		return "subagent"
+	}
+	return "unknown"
+}
+
+// Side reports whether calls of this kind are side calls that pass through
+// untouched and never create tasks.
+func (k Kind) Side() bool { return k == Title || k == Compaction }
+
+// Errors returned by Parse. The proxy forwards such bodies unchanged.
+var (
+	ErrNotJSON     = errors.New("transcript: body is not valid JSON")
+	ErrNotObject   = errors.New("transcript: body is not a JSON object")
+	ErrNoMessages  = errors.New("transcript: body has no messages array")
+	ErrBadMessage  = errors.New("transcript: message is not an object with a role")
+	ErrUnsupported = errors.New("transcript: unsupported format")
+)
+
+// ToolCall is one function call requested by an assistant message.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // raw JSON text of the arguments, as sent
+}
+
+// Message is one element of the messages array.
+type Message struct {
+	Index      int
+	Role       string
+	Raw        []byte // the element's bytes in the body, exactly as sent
+	Text       string // text content; parts' texts joined by "\n"
+	ToolCalls  []ToolCall
+	ToolCallID string // set on role "tool" results
+}
+
+// TurnKind tells how a turn began.
+type TurnKind int
+
+const (
+	// Request: a turn opened by a user request.
+	Request TurnKind = iota
+	// Summary: the harness's post-compaction recap (a synthetic user
+	// question answered by the summary); not a request of any task.
+	Summary
+)
+
+// Turn is a run of messages opened by a user request (or a post-compaction
+// summary) and holding everything up to the next one: assistant messages,
+// tool results and the harness's synthetic continuation prompts.
+type Turn struct {
+	Kind  TurnKind
+	Start int // index of the opening message
+	End   int // one past the last message
+}
+
+// Request returns the opening message of the turn.
+func (t Turn) Request(tr *Transcript) *Message { return &tr.Messages[t.Start] }
+
+// Transcript is a parsed request.
+type Transcript struct {
+	Format   Format
+	Kind     Kind
+	Body     []byte
+	Messages []Message
+	// Preamble is the number of leading messages before the first turn
+	// (system prompts); they are always kept.
+	Preamble int
+	Turns    []Turn
+
+	arrStart, arrEnd int // span of the messages array, brackets included
+}
+
+// Current returns the last turn, the one the call is about, or nil when the
+// transcript has no turn.
+func (t *Transcript) Current() *Turn {
+	if len(t.Turns) == 0 {
+		return nil
+	}
+	return &t.Turns[len(t.Turns)-1]
+}
+
+// Headers the harness uses to mark child sessions.
+const headerParentSession = "X-Parent-Session-Id"
+
+// Parse reads an OpenAI chat-completions body. h may be nil; it is consulted
+// for the subagent marker only.
+func Parse(body []byte, h http.Header) (*Transcript, error) {
+	t, err := parseChat(body)
+	if err != nil {
+		return nil, err
+	}
+	t.Kind = classify(t)
+	if t.Kind == Agent && h != nil && h.Get(headerParentSession) != "" {
+		t.Kind = Subagent
+	}
+	t.Turns, t.Preamble = segment(t.Messages)
+	return t, nil
+}

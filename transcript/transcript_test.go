@@ -1,0 +1,289 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const captures = "../testdata/opencode"
+
+// capture loads a real OpenCode request: body bytes and headers.
+func capture(t testing.TB, name string) ([]byte, http.Header, string) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(captures, name+".body.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := os.ReadFile(filepath.Join(captures, name+".req.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	gjson.GetBytes(meta, "headers").ForEach(func(_, kv gjson.Result) bool {
+		h.Add(kv.Get("0").String(), kv.Get("1").String())
+		return true
+	})
+	return body, h, gjson.GetBytes(meta, "path").String()
+}
+
+func chatCaptures(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(captures, "*.req.json"))
+	var names []string
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".req.json")
+		if _, _, path := capture(t, name); path == "/v1/chat/completions" {
+			names = append(names, name)
+		}
+	}
+	if len(names) < 8 {
+		t.Fatalf("found %d chat captures in %s", len(names), captures)
+	}
+	return names
+}
+
+// summary renders what Parse understood, for golden comparison.
+func summary(tr *Transcript) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "format=%s kind=%s preamble=%d turns=%d\n", tr.Format, tr.Kind, tr.Preamble, len(tr.Turns))
+	for i, turn := range tr.Turns {
+		fmt.Fprintf(&b, "turn %d kind=%d messages=[%d,%d) request=%q\n", i, turn.Kind, turn.Start, turn.End, clip(turn.Request(tr).Text, 60))
+	}
+	for _, m := range tr.Messages {
+		fmt.Fprintf(&b, "msg %d role=%s bytes=%d text=%q", m.Index, m.Role, len(m.Raw), clip(m.Text, 40))
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, " call=%s:%s(%s)", c.ID, c.Name, clip(c.Arguments, 40))
+		}
+		if m.ToolCallID != "" {
+			fmt.Fprintf(&b, " result-of=%s", m.ToolCallID)
+		}
+		b.WriteByte('\n')
+	}
+	fps := tr.Fingerprints()
+	for i, fp := range fps {
+		fmt.Fprintf(&b, "fp %d %s\n", i, fp)
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func TestGoldenCaptures(t *testing.T) {
+	for _, name := range chatCaptures(t) {
+		t.Run(name, func(t *testing.T) {
+			body, h, _ := capture(t, name)
+			tr, err := Parse(body, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := summary(tr)
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("summary differs from %s:\n%s", golden, got)
+			}
+			out, err := tr.Rebuild(tr.Keep(allTurns(tr)), nil)
+			if err != nil || !bytes.Equal(out, body) {
+				t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
+			}
+		})
+	}
+}
+
+func allTurns(tr *Transcript) []int {
+	ts := make([]int, len(tr.Turns))
+	for i := range ts {
+		ts[i] = i
+	}
+	return ts
+}
+
+func TestKinds(t *testing.T) {
+	want := map[string]Kind{
+		"first_agent_request":                 Agent,
+		"title_request":                       Title,
+		"compaction_manual_request":           Compaction,
+		"compaction_with_prior_summary":       Compaction,
+		"subagent_request_with_parent_header": Subagent,
+		"after_autocompaction_request":        Agent,
+		"continue_request":                    Agent,
+		"tool_result_request":                 Agent,
+	}
+	for name, kind := range want {
+		body, h, _ := capture(t, name)
+		tr, err := Parse(body, h)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if tr.Kind != kind {
+			t.Errorf("%s: kind %s, want %s", name, tr.Kind, kind)
+		}
+	}
+}
+
+func TestSegmentation(t *testing.T) {
+	body, h, _ := capture(t, "continue_request")
+	tr, err := Parse(body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// system | user, assistant(tool call), tool, assistant | user
+	if tr.Preamble != 1 || len(tr.Turns) != 2 || tr.Turns[0] != (Turn{Request, 1, 5}) || tr.Turns[1] != (Turn{Request, 5, 6}) {
+		t.Fatalf("turns %+v preamble %d", tr.Turns, tr.Preamble)
+	}
+	body, h, _ = capture(t, "after_autocompaction_request")
+	tr, err = Parse(body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recap and the synthetic "Continue..." form one Summary turn: no request.
+	if len(tr.Turns) != 1 || tr.Turns[0] != (Turn{Summary, 1, 4}) {
+		t.Fatalf("after compaction: turns %+v", tr.Turns)
+	}
+}
+
+func TestRebuildDropsWholeTurns(t *testing.T) {
+	body, h, _ := capture(t, "continue_request")
+	tr, err := Parse(body, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := []byte(`{"role":"user","content":"[rcm] task state"}`)
+	out, err := tr.Rebuild(tr.Keep([]int{1}), []Insert{{Before: 5, Raw: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gjson.ValidBytes(out) {
+		t.Fatal("rebuilt body is not valid JSON")
+	}
+	var roles []string
+	gjson.GetBytes(out, "messages.#.role").ForEach(func(_, r gjson.Result) bool {
+		roles = append(roles, r.String())
+		return true
+	})
+	if got := strings.Join(roles, ","); got != "system,user,user" {
+		t.Fatalf("roles %s", got)
+	}
+	if gjson.GetBytes(out, "messages.1.content").String() != "[rcm] task state" {
+		t.Fatal("memory message not before the current request")
+	}
+	// Everything outside the messages array is byte-identical.
+	prefix, suffix := body[:tr.arrStart], body[tr.arrEnd:]
+	if !bytes.HasPrefix(out, prefix) || !bytes.HasSuffix(out, suffix) {
+		t.Fatal("bytes outside messages changed")
+	}
+	if _, err := tr.Rebuild([]int{2, 1}, nil); err == nil {
+		t.Fatal("out-of-order indexes accepted")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		body string
+		err  error
+	}{
+		{`not json`, ErrNotJSON},
+		{`{"messages":[`, ErrNotJSON},
+		{`[1,2]`, ErrNotObject},
+		{`"x"`, ErrNotObject},
+		{`{"model":"m"}`, ErrNoMessages},
+		{`{"messages":{}}`, ErrNoMessages},
+		{`{"messages":[1]}`, ErrBadMessage},
+		{`{"messages":[{"content":"x"}]}`, ErrBadMessage},
+		{`{"messages":[{"role":3}]}`, ErrBadMessage},
+	}
+	for _, c := range cases {
+		if _, err := Parse([]byte(c.body), nil); err != c.err {
+			t.Errorf("%s: err %v, want %v", c.body, err, c.err)
+		}
+	}
+}
+
+func TestContentParts(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`
+	tr, err := Parse([]byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Messages[0].Text != "a\nb" {
+		t.Fatalf("text %q", tr.Messages[0].Text)
+	}
+}
+
+func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
+	a, h, _ := capture(t, "tool_result_request")
+	b, _, _ := capture(t, "continue_request")
+	ta, _ := Parse(a, h)
+	tb, _ := Parse(b, h)
+	fa, fb := ta.Fingerprints(), tb.Fingerprints()
+	if len(fa) != 1 || len(fb) != 2 || fa[0] != fb[0] || fb[0] == fb[1] {
+		t.Fatalf("fingerprints %v %v", fa, fb)
+	}
+	// The same words at another point of the session fingerprint differently.
+	same := `{"messages":[{"role":"user","content":"go"},{"role":"user","content":"go"}]}`
+	ts, _ := Parse([]byte(same), nil)
+	if fs := ts.Fingerprints(); fs[0] == fs[1] {
+		t.Fatal("repeated request got the same fingerprint")
+	}
+}
+
+func FuzzParseRebuild(f *testing.F) {
+	for _, name := range []string{"continue_request", "title_request", "after_autocompaction_request"} {
+		body, _, _ := capture(f, name)
+		f.Add(body)
+	}
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"model":"m"}`))
+	f.Add([]byte(` { "messages" : [ {"role":"system","content":[]} , {"role":"user","content":"q"} ] } `))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tr, err := Parse(body, nil)
+		if err != nil {
+			return
+		}
+		out, err := tr.Rebuild(tr.Keep(allTurns(tr)), nil)
+		if err != nil || !bytes.Equal(out, body) {
+			t.Fatalf("full rebuild changed the body: %v", err)
+		}
+		if len(tr.Turns) == 0 {
+			return
+		}
+		cur := []int{len(tr.Turns) - 1}
+		out, err = tr.Rebuild(tr.Keep(cur), []Insert{{Before: tr.Turns[cur[0]].Start, Raw: []byte(`{"role":"user","content":"m"}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("rebuild produced invalid JSON: %s", out)
+		}
+		again, err := Parse(out, nil)
+		if err != nil {
+			t.Fatalf("rebuilt body does not parse: %v", err)
+		}
+		if len(again.Messages) != len(tr.Keep(cur))+1 {
+			t.Fatalf("rebuilt body has %d messages", len(again.Messages))
+		}
+	})
+}

@@ -1,0 +1,43 @@
+// Command rcm is the task-aware context manager for coding agents: an HTTP
+// proxy between a harness and the model API, and its bench runner.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `rcm: a task-aware context manager for coding agents.
+
+Usage:
+  rcm serve [flags]     run the proxy (rcm serve --help lists the flags)
+  rcm version           print the version
+
+Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(args)
+	case "version", "--version", "-v":
+		fmt.Println("rcm", version)
+	case "help", "--help", "-h":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "rcm: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rcm:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// option is a setting with a flag and an environment twin. Values are
+// applied in order of precedence: config file, then environment, then the
+// command line.
+type option struct {
+	flag, env, help string
+	set             func(string) error
+	secret          bool // never read from a config file
+}
+
+func stringOpt(p *string) func(string) error {
+	return func(s string) error { *p = s; return nil }
+}
+
+func floatOpt(p *float64) func(string) error {
+	return func(s string) (err error) { *p, err = strconv.ParseFloat(s, 64); return err }
+}
+
+func intOpt(p *int64) func(string) error {
+	return func(s string) (err error) { *p, err = strconv.ParseInt(s, 10, 64); return err }
+}
+
+func durationOpt(p *time.Duration) func(string) error {
+	return func(s string) (err error) { *p, err = time.ParseDuration(s); return err }
+}
+
+// parseOptions parses args against opts. With withConfig, a --config flag
+// (env RCM_CONFIG) names a JSON object whose keys are the flags' names
+// (dashes or underscores) and whose values are applied first.
+func parseOptions(name string, args []string, opts []option, withConfig bool, intro string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	raw := map[string]*string{}
+	for _, o := range opts {
+		raw[o.flag] = fs.String(o.flag, "", fmt.Sprintf("%s (env %s)", o.help, o.env))
+	}
+	var cfgPath *string
+	if withConfig {
+		cfgPath = fs.String("config", os.Getenv("RCM_CONFIG"), "JSON config file with the same keys as the flags, underscores for dashes; flags and environment win (env RCM_CONFIG)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\nFlags:\n", intro)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected arguments %q", name, fs.Args())
+	}
+	if cfgPath != nil && *cfgPath != "" {
+		b, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if err := applyConfig(b, opts); err != nil {
+			return fmt.Errorf("config %s: %w", *cfgPath, err)
+		}
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	for _, o := range opts {
+		v, from := "", ""
+		if e, ok := os.LookupEnv(o.env); ok && e != "" {
+			v, from = e, o.env
+		}
+		if explicit[o.flag] {
+			v, from = *raw[o.flag], "--"+o.flag
+		}
+		if from == "" {
+			continue
+		}
+		if err := o.set(v); err != nil {
+			return fmt.Errorf("%s %q: %w", from, v, err)
+		}
+	}
+	return nil
+}
+
+func applyConfig(b []byte, opts []option) error {
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(b, &file); err != nil {
+		return err
+	}
+	byName := map[string]option{}
+	for _, o := range opts {
+		byName[o.flag] = o
+	}
+	for key, raw := range file {
+		o, ok := byName[strings.ReplaceAll(key, "_", "-")]
+		switch {
+		case !ok:
+			return fmt.Errorf("unknown key %q", key)
+		case o.secret:
+			return fmt.Errorf("key %q: secrets are read from the environment (%s), not from files", key, o.env)
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			v = string(raw) // numbers and booleans as written
+		}
+		if err := o.set(v); err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+	}
+	return nil
+}

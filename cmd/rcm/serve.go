@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rcm-dev/rcm/proxy"
+)
+
+func serveOptions(c *proxy.Config) []option {
+	return []option{
+		{flag: "listen", env: "RCM_LISTEN", help: "address to serve on (default " + proxy.DefaultListen + ")", set: stringOpt(&c.Listen)},
+		{flag: "upstream", env: "RCM_UPSTREAM", help: "model API base URL, up to /v1 (default " + proxy.DefaultUpstream + ")", set: stringOpt(&c.Upstream)},
+		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "API key sent upstream only when the client sends no Authorization or x-api-key; prefer the environment variable (a flag shows in process lists)", set: stringOpt(&c.UpstreamKey), secret: true},
+		{flag: "mode", env: "RCM_MODE", help: "default mode: native, router or rcm (default rcm); per request: X-RCM-Mode or a /native|/router|/rcm path prefix", set: func(s string) error { c.Mode = proxy.Mode(s); return nil }},
+		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept (default 0.8); per request: X-RCM-Threshold", set: floatOpt(&c.Threshold)},
+		{flag: "db", env: "RCM_DB", help: "bbolt store file (default: rcm/rcm.db under the user's data directory)", set: stringOpt(&c.DB)},
+		{flag: "max-body", env: "RCM_MAX_BODY", help: "largest request body in bytes; larger ones get 413 (default 33554432, 32 MiB)", set: intOpt(&c.MaxBody)},
+		{flag: "header-timeout", env: "RCM_HEADER_TIMEOUT", help: "longest wait for the upstream's response headers before 504 (default 10m)", set: durationOpt(&c.HeaderTimeout)},
+		{flag: "dial-timeout", env: "RCM_DIAL_TIMEOUT", help: "longest wait to connect to the upstream before 502 (default 10s)", set: durationOpt(&c.DialTimeout)},
+	}
+}
+
+func serve(args []string) error {
+	var cfg proxy.Config
+	if err := parseOptions("serve", args, serveOptions(&cfg), true, "Usage: rcm serve [flags]\n\nRuns the proxy. Every flag has an environment twin; --config FILE sets the same keys from JSON."); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	h := proxy.New(cfg, log)
+	defer h.Close()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "mode", cfg.Mode, "threshold", cfg.Threshold)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

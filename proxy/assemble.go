@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rcm-dev/rcm/compaction"
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// maxObserved bounds the copy of a response kept for the memory observer; a
+// longer response is observed truncated rather than held whole.
+const maxObserved = 4 << 20
+
+// assembly is one request's trip through the pipeline: what was received,
+// what is forwarded and why.
+type assembly struct {
+	mode       Mode
+	threshold  float64
+	session    string
+	transcript *transcript.Transcript // nil when the body did not parse
+	body       []byte                 // what goes upstream
+	task       string
+	confidence float64
+	routed     bool // a routing decision was made (task/confidence valid)
+	fallback   string
+	tokensIn   int
+	tokensOut  int
+
+	resp    limitedBuffer
+	status  int
+	latency time.Duration
+}
+
+// assemble builds the body to forward. It never fails: any internal error
+// forwards the original body and says so (fallback "error").
+func (h *Handler) assemble(r *http.Request, mode Mode, threshold float64, body []byte) *assembly {
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone}
+	a.tokensIn = compaction.Estimate(len(body))
+	defer func() { a.tokensOut = compaction.Estimate(len(a.body)) }()
+
+	t, err := transcript.Parse(body, r.Header)
+	a.session = sessionID(r.Header, t)
+	if err != nil {
+		// Not ours to judge: the upstream answers malformed bodies itself.
+		if mode != Native {
+			a.fallback = FallbackError
+		}
+		h.log.Debug("forwarding unparsed body", "err", err)
+		return a
+	}
+	a.transcript = t
+	switch {
+	case mode == Native:
+		return a
+	case t.Kind.Side():
+		a.fallback = FallbackSideCall
+		return a
+	}
+	if err := h.route(r, a); err != nil {
+		a.body, a.fallback = body, FallbackError
+		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
+	}
+	return a
+}
+
+// route decides the task of the call and rebuilds the body accordingly.
+func (h *Handler) route(r *http.Request, a *assembly) error {
+	return fmt.Errorf("%s mode: router not available", a.mode)
+}
+
+func (a *assembly) setHeaders(h http.Header) {
+	if a.session != "" {
+		h.Set(HeaderSession, a.session)
+	}
+	if a.routed {
+		h.Set(HeaderTask, a.task)
+		h.Set(HeaderConfidence, strconv.FormatFloat(a.confidence, 'f', 3, 64))
+	}
+	h.Set(HeaderFallback, a.fallback)
+	setInt(h, HeaderTokensIn, a.tokensIn)
+	setInt(h, HeaderTokensOut, a.tokensOut)
+}
+
+// response returns the writer that receives a copy of the upstream answer.
+func (a *assembly) response() *limitedBuffer {
+	a.resp.max = maxObserved
+	return &a.resp
+}
+
+// done runs after the response has been sent: store writes happen here, off
+// the request path.
+func (h *Handler) done(a *assembly) {}
+
+// limitedBuffer keeps the first max bytes written to it and drops the rest.
+type limitedBuffer struct {
+	bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}

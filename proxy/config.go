@@ -1,0 +1,118 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Mode selects what rcm does to a request.
+type Mode string
+
+// The three modes of DESIGN.md.
+const (
+	Native Mode = "native" // forward unchanged (the baseline)
+	Router Mode = "router" // route the history, no memory (+Router)
+	RCM    Mode = "rcm"    // route, inject task records, task-aware compaction (+RCM)
+)
+
+// ParseMode accepts a mode name, case-insensitively.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case Native, Router, RCM:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want native, router or rcm)", s)
+}
+
+// Config is everything `rcm serve` needs. The zero value of each field means
+// its documented default; Validate fills the defaults in.
+type Config struct {
+	// Listen is the address to serve on. Default 127.0.0.1:8787.
+	Listen string `json:"listen"`
+	// Upstream is the base URL of the model API, ending before the
+	// endpoint (".../v1"). Default https://api.openai.com/v1.
+	Upstream string `json:"upstream"`
+	// UpstreamKey is sent as the credential when the client sends none.
+	// Secrets come only from the environment (RCM_UPSTREAM_KEY) or flags,
+	// never from a config file.
+	UpstreamKey string `json:"-"`
+	// Mode is used when a request names none. Default rcm.
+	Mode Mode `json:"mode"`
+	// Threshold is the router confidence below which the full history is
+	// kept. Default 0.8; a request may override it with X-RCM-Threshold.
+	Threshold float64 `json:"threshold"`
+	// DB is the bbolt store file. Default: memory.DefaultPath().
+	DB string `json:"db"`
+	// MaxBody caps request bodies; larger ones get 413. Default 32 MiB.
+	MaxBody int64 `json:"max_body"`
+	// HeaderTimeout bounds the wait for the upstream's response headers;
+	// past it the client gets 504. Default 10 minutes (models can think
+	// long before the first byte).
+	HeaderTimeout time.Duration `json:"header_timeout"`
+	// DialTimeout bounds connecting to the upstream. Default 10 s.
+	DialTimeout time.Duration `json:"dial_timeout"`
+}
+
+// Defaults of Config.
+const (
+	DefaultListen        = "127.0.0.1:8787"
+	DefaultUpstream      = "https://api.openai.com/v1"
+	DefaultThreshold     = 0.8
+	DefaultMaxBody       = 32 << 20
+	DefaultHeaderTimeout = 10 * time.Minute
+	DefaultDialTimeout   = 10 * time.Second
+)
+
+// Validate fills zero fields with their defaults and reports the first
+// invalid one.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen %q: %w", c.Listen, err)
+	}
+	if c.Upstream == "" {
+		c.Upstream = DefaultUpstream
+	}
+	u, err := url.Parse(c.Upstream)
+	if err != nil {
+		return fmt.Errorf("upstream %q: %w", c.Upstream, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("upstream %q: want an http(s) URL such as %s", c.Upstream, DefaultUpstream)
+	}
+	c.Upstream = strings.TrimRight(c.Upstream, "/")
+	if c.Mode == "" {
+		c.Mode = RCM
+	}
+	if c.Mode, err = ParseMode(string(c.Mode)); err != nil {
+		return err
+	}
+	if c.Threshold == 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.Threshold < 0 || c.Threshold > 1 {
+		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxBody < 0 {
+		return errors.New("max-body: must be positive")
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.HeaderTimeout < 0 || c.DialTimeout < 0 {
+		return errors.New("timeouts must be positive")
+	}
+	return nil
+}

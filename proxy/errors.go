@@ -1,0 +1,57 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+)
+
+// StatusClientClosed is nginx's status for a request whose client went away
+// before the answer; it is logged, since nobody is left to read it.
+const StatusClientClosed = 499
+
+// Error is a failure rcm itself answers, in the OpenAI error shape so that
+// every harness shows it as it shows a provider's own errors.
+type Error struct {
+	Status int
+	Code   string // machine-readable: upstream_unreachable, upstream_timeout, ...
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// classify maps an error of the upstream round trip to what the client gets:
+// 499 when the client is gone, 504 on a timeout, 502 on anything else.
+func classify(ctx context.Context, err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return &Error{StatusClientClosed, "client_closed", err}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return &Error{http.StatusGatewayTimeout, "upstream_timeout", err}
+	}
+	return &Error{http.StatusBadGateway, "upstream_unreachable", err}
+}
+
+// writeError answers the client with e in the OpenAI error shape.
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.Status == StatusClientClosed {
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": "rcm: " + e.Err.Error(),
+		"type":    "rcm_error",
+		"code":    e.Code,
+		"param":   nil,
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(body)
+}

@@ -1,0 +1,32 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// sessionID names the conversation a request belongs to: X-RCM-Session
+// (the client's override), else OpenCode's x-session-id or
+// x-session-affinity, else an id derived from the conversation's first
+// messages, which stay put while the session grows. It returns "" when
+// nothing identifies the request.
+func sessionID(h http.Header, t *transcript.Transcript) string {
+	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity"} {
+		if v := h.Get(name); v != "" {
+			return v
+		}
+	}
+	if t == nil || len(t.Turns) == 0 {
+		return ""
+	}
+	sum := sha256.New()
+	for i := 0; i < t.Preamble; i++ {
+		sum.Write([]byte(t.Messages[i].Text))
+		sum.Write([]byte{0})
+	}
+	sum.Write([]byte(t.Turns[0].Request(t).Text))
+	return "drv_" + hex.EncodeToString(sum.Sum(nil)[:12])
+}

@@ -1,0 +1,59 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// getJSON decodes the value at key into v. It reports false when the key is
+// absent (or the bucket is nil). Decoding copies, so v never aliases
+// transaction memory.
+func getJSON(b *bolt.Bucket, what string, key []byte, v any) (bool, error) {
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("%s %q: corrupt value: %w", what, key, err)
+	}
+	return true, nil
+}
+
+// putJSON encodes v at key.
+func putJSON(b *bolt.Bucket, what string, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s %q: encode: %w", what, key, err)
+	}
+	return b.Put(key, raw)
+}
+
+// listJSON decodes every value of the bucket that bucket picks (nil: none)
+// in key order, in one read transaction. The first undecodable value fails
+// the listing with an error naming its key.
+func listJSON[T any](s *Store, op, what string, bucket func(*bolt.Tx) *bolt.Bucket) ([]T, error) {
+	var out []T
+	err := s.view(op, func(tx *bolt.Tx) error {
+		b := bucket(tx)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, raw []byte) error {
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("%s %q: corrupt value: %w", what, k, err)
+			}
+			out = append(out, v)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,31 @@
+// Package memory owns rcm's persistent state: one bbolt file holding the
+// sessions the proxy has seen, the task label of every turn (keyed by session
+// and transcript.Fingerprint), each session's tasks, the per-task state
+// records M_z, and an append-only, bounded log of routing decisions (events)
+// for the inspector. It does no HTTP and knows nothing of wire formats.
+//
+// Layout (schema version 1): a "meta" bucket with the schema version, a
+// "sessions" bucket (session id -> Session as JSON) and a "data" bucket with
+// one nested bucket per session, which holds "labels" (fingerprint -> compact
+// binary Label), "tasks" and "records" (task id -> JSON) and "events"
+// (big-endian sequence -> JSON).
+//
+// Caveats:
+//   - bbolt holds an exclusive file lock, so one process at a time opens a
+//     store; a second gets ErrLocked after Options.Timeout instead of hanging.
+//     Tools such as an inspector must ask the running proxy, not the file.
+//   - Byte slices handed out by bbolt are valid only inside their
+//     transaction. Every read here decodes (and so copies) what it keeps
+//     before the transaction ends; code added to this package must do the
+//     same and never return or retain a slice obtained from a bucket.
+//   - Writes go through bbolt's Batch so that concurrent sessions share
+//     fsyncs; Batch may run a write function more than once, so the
+//     functions given to UpdateRecord must only modify their argument.
+//     A write returns after the data is on disk; a crash (even kill -9)
+//     loses at most the writes still in flight and never corrupts the file.
+//   - A value that does not decode yields an error naming its key; it never
+//     panics and never causes other data to be dropped. PutLabels repairs an
+//     undecodable label by overwriting it.
+//   - A label stored with Routed set never changes (DESIGN.md's invariant);
+//     PutLabels silently keeps it.
+package memory

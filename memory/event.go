@@ -1,0 +1,89 @@
+package memory
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Event is one routing decision of a session, kept for the inspector.
+type Event struct {
+	Seq        uint64    `json:"seq"` // set by AppendEvent; increases per session
+	At         time.Time `json:"at"`
+	Kind       string    `json:"kind"` // call kind: agent, title, compaction, subagent
+	Mode       string    `json:"mode"` // native, router, rcm
+	Task       string    `json:"task,omitempty"`
+	Confidence float64   `json:"confidence"`
+	Method     string    `json:"method,omitempty"`
+	Fallback   string    `json:"fallback"` // none, threshold, error, side-call
+	TokensIn   int       `json:"tokens_in"`
+	TokensOut  int       `json:"tokens_out"`
+}
+
+// AppendEvent appends e to the log of session, numbering it, and deletes
+// the oldest events beyond Options.MaxEvents.
+func (s *Store) AppendEvent(session string, e Event) error {
+	if err := checkID("session", session); err != nil {
+		return fmt.Errorf("memory: append event: %w", err)
+	}
+	max := uint64(s.opts.MaxEvents)
+	return s.batch("append event "+session, func(tx *bolt.Tx) error {
+		b, err := createSessionBucket(tx, session, bucketEvents)
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		e.Seq = seq
+		key := binary.BigEndian.AppendUint64(nil, seq)
+		if err := putJSON(b, "event", key, e); err != nil {
+			return err
+		}
+		// Keys are sequence numbers deleted only from the front, so the
+		// log holds the keys first..seq: drop those below seq-max+1.
+		if seq <= max {
+			return nil
+		}
+		keep := seq - max + 1
+		c := b.Cursor()
+		// A key that is not a sequence number (bad data) stops the trim.
+		for k, _ := c.First(); len(k) == 8 && binary.BigEndian.Uint64(k) < keep; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Events returns the last limit events of session (all when limit <= 0),
+// oldest first.
+func (s *Store) Events(session string, limit int) ([]Event, error) {
+	var out []Event
+	err := s.view("events "+session, func(tx *bolt.Tx) error {
+		b := sessionBucket(tx, session, bucketEvents)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, raw := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, raw = c.Prev() {
+			var e Event
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("event %x: corrupt value: %w", k, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}

@@ -1,0 +1,107 @@
+package memory
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Record is a task's state record M_z: what a model returning to the task
+// needs to know, kept outside the history so that routing cannot lose it.
+type Record struct {
+	Task string `json:"task"`
+	// Requirements are the task's requests, verbatim and in order; an
+	// amendment is appended (Amends set), never merged into what it amends.
+	Requirements []Requirement `json:"requirements,omitempty"`
+	Workspace    string        `json:"workspace,omitempty"` // the checkout the task works in
+	FilesRead    []string      `json:"files_read,omitempty"`
+	FilesChanged []string      `json:"files_changed,omitempty"`
+	Commands     []Command     `json:"commands,omitempty"`
+	LastTest     *TestRun      `json:"last_test,omitempty"`
+	Progress     []string      `json:"progress,omitempty"`
+	Unfinished   []string      `json:"unfinished,omitempty"`
+	Summary      string        `json:"summary,omitempty"` // optional model summary
+	// Version counts the writes of this record; the store sets it.
+	Version int       `json:"version"`
+	Updated time.Time `json:"updated"`
+}
+
+// Requirement is one request of a task.
+type Requirement struct {
+	Text   string `json:"text"`
+	Turn   string `json:"turn"` // hex transcript.Fingerprint of the turn that made it
+	Amends bool   `json:"amends,omitempty"`
+}
+
+// Command is a shell command the task ran; Exit is nil while unknown.
+type Command struct {
+	Cmd  string `json:"cmd"`
+	Exit *int   `json:"exit,omitempty"`
+}
+
+// TestRun is the last test command of a task and its outcome (e.g.
+// "passed", "failed: 2 of 31", as the extractor words it).
+type TestRun struct {
+	Command
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Record returns the record of task in session and whether it exists.
+func (s *Store) Record(session, task string) (Record, bool, error) {
+	var r Record
+	var found bool
+	err := s.view("record "+session+"/"+task, func(tx *bolt.Tx) (err error) {
+		found, err = getJSON(sessionBucket(tx, session, bucketRecords), "record", []byte(task), &r)
+		return err
+	})
+	return r, found, err
+}
+
+// Records returns every record of session, ordered by task id.
+func (s *Store) Records(session string) ([]Record, error) {
+	return listJSON[Record](s, "records "+session, "record", func(tx *bolt.Tx) *bolt.Bucket {
+		return sessionBucket(tx, session, bucketRecords)
+	})
+}
+
+// PutRecord stores r as the record of r.Task in session, replacing what was
+// there; its Version becomes the stored one's plus one.
+func (s *Store) PutRecord(session string, r Record) error {
+	return s.UpdateRecord(session, r.Task, func(old *Record) error {
+		r.Version = old.Version
+		*old = r
+		return nil
+	})
+}
+
+// UpdateRecord reads the record of task (the zero Record with Task set when
+// there is none), lets fn change it and stores the result, all in one
+// transaction, so that concurrent updates of one record do not lose each
+// other's changes. An error from fn aborts the update. fn may run more
+// than once (bbolt's Batch retries) and must only modify its argument.
+func (s *Store) UpdateRecord(session, task string, fn func(*Record) error) error {
+	if err := checkID("session", session); err != nil {
+		return fmt.Errorf("memory: update record: %w", err)
+	}
+	if err := checkID("task", task); err != nil {
+		return fmt.Errorf("memory: update record: %w", err)
+	}
+	return s.batch("update record "+session+"/"+task, func(tx *bolt.Tx) error {
+		b, err := createSessionBucket(tx, session, bucketRecords)
+		if err != nil {
+			return err
+		}
+		var r Record
+		if _, err := getJSON(b, "record", []byte(task), &r); err != nil {
+			return err
+		}
+		r.Task = task
+		version := r.Version
+		if err := fn(&r); err != nil {
+			return err
+		}
+		r.Task, r.Version = task, version+1
+		return putJSON(b, "record", []byte(task), r)
+	})
+}

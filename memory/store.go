@@ -1,0 +1,218 @@
+package memory
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout version this package reads and writes.
+const SchemaVersion = 1
+
+var (
+	// ErrLocked means another process (another rcm) holds the store's file.
+	ErrLocked = errors.New("another rcm process holds the store (stop it or choose another --db)")
+	// ErrSchema means the file was written by a newer rcm with a layout this
+	// one does not understand.
+	ErrSchema = errors.New("unsupported store schema version")
+)
+
+// Bucket names.
+var (
+	bucketMeta     = []byte("meta")
+	bucketSessions = []byte("sessions")
+	bucketData     = []byte("data")
+	keySchema      = []byte("schema")
+
+	bucketLabels  = []byte("labels")
+	bucketTasks   = []byte("tasks")
+	bucketRecords = []byte("records")
+	bucketEvents  = []byte("events")
+)
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// Timeout bounds the wait for the file lock held by another process;
+	// 0 means 1s. After it Open fails with ErrLocked.
+	Timeout time.Duration
+	// MaxEvents is how many events each session keeps (the oldest are
+	// deleted first); 0 means 1000.
+	MaxEvents int
+}
+
+// Validate reports options that cannot be used.
+func (o Options) Validate() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("memory: options: negative Timeout %v", o.Timeout)
+	}
+	if o.MaxEvents < 0 {
+		return fmt.Errorf("memory: options: negative MaxEvents %d", o.MaxEvents)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout == 0 {
+		o.Timeout = time.Second
+	}
+	if o.MaxEvents == 0 {
+		o.MaxEvents = 1000
+	}
+	return o
+}
+
+// Store is rcm's bbolt store. Its methods are safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	opts Options
+}
+
+// DefaultPath is the store's file under the user's data directory:
+// $XDG_DATA_HOME/rcm/rcm.db, else ~/Library/Application Support/rcm/rcm.db
+// on macOS and ~/.local/share/rcm/rcm.db elsewhere.
+func DefaultPath() (string, error) {
+	if dir := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, "rcm", "rcm.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("memory: default path: %w", err)
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "rcm", "rcm.db"), nil
+	}
+	return filepath.Join(home, ".local", "share", "rcm", "rcm.db"), nil
+}
+
+// Open opens the store at path, creating its directory (0700) and the file
+// (0600) when missing, and initialises or migrates its schema. It fails with
+// ErrLocked when another process holds the file and with ErrSchema when the
+// file comes from a newer rcm.
+func Open(path string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("memory: open %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("memory: open %s: %w (waited %v)", path, ErrLocked, opts.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memory: open %s: %w", path, err)
+	}
+	if err := db.Update(migrate); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memory: open %s: %w", path, err)
+	}
+	return &Store{db: db, path: path, opts: opts}, nil
+}
+
+// Path is the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the file and its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("memory: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// migrations[v] upgrades a file from schema version v to v+1.
+var migrations = []func(*bolt.Tx) error{
+	0: func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketSessions, bucketData} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}
+
+// migrate brings the file to SchemaVersion. A new file has no meta bucket
+// and counts as version 0.
+func migrate(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	var version uint64
+	if v := meta.Get(keySchema); v != nil {
+		if len(v) != 8 {
+			return fmt.Errorf("schema: version value has %d bytes, want 8", len(v))
+		}
+		version = binary.BigEndian.Uint64(v)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("%w: file has version %d, this rcm knows up to %d (upgrade rcm or use another --db)",
+			ErrSchema, version, SchemaVersion)
+	}
+	for ; version < SchemaVersion; version++ {
+		if err := migrations[version](tx); err != nil {
+			return fmt.Errorf("schema: migrate %d -> %d: %w", version, version+1, err)
+		}
+	}
+	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion))
+}
+
+// maxIDLen bounds session and task ids (bbolt keys may be up to 32 KiB;
+// anything near that is not an id).
+const maxIDLen = 1024
+
+func checkID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("empty %s id", what)
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%s id of %d bytes exceeds %d", what, len(id), maxIDLen)
+	}
+	return nil
+}
+
+// sessionBucket returns the named bucket of a session's data, or nil when it
+// does not exist yet (read transactions).
+func sessionBucket(tx *bolt.Tx, session string, name []byte) *bolt.Bucket {
+	sb := tx.Bucket(bucketData).Bucket([]byte(session))
+	if sb == nil {
+		return nil
+	}
+	return sb.Bucket(name)
+}
+
+// createSessionBucket is sessionBucket for write transactions: it creates
+// what is missing.
+func createSessionBucket(tx *bolt.Tx, session string, name []byte) (*bolt.Bucket, error) {
+	sb, err := tx.Bucket(bucketData).CreateBucketIfNotExists([]byte(session))
+	if err != nil {
+		return nil, err
+	}
+	return sb.CreateBucketIfNotExists(name)
+}
+
+// view runs a read transaction, wrapping its error with the operation.
+func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
+	if err := s.db.View(fn); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
+	}
+	return nil
+}
+
+// batch runs a write through bbolt's Batch, wrapping its error with the
+// operation.
+func (s *Store) batch(op string, fn func(*bolt.Tx) error) error {
+	if err := s.db.Batch(fn); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
+	}
+	return nil
+}

@@ -37,12 +37,19 @@ type assembly struct {
 
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
-func (h *Handler) assemble(r *http.Request, mode Mode, threshold float64, body []byte) *assembly {
+func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
 	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() { a.tokensOut = compaction.Estimate(len(a.body)) }()
 
-	t, err := transcript.Parse(body, r.Header)
+	if mode == Native {
+		// The baseline does no work it does not need: only a session without
+		// a header needs the transcript (to derive its id).
+		if a.session = sessionID(r.Header, nil); a.session != "" {
+			return a
+		}
+	}
+	t, err := transcript.Parse(format, body, r.Header)
 	a.session = sessionID(r.Header, t)
 	if err != nil {
 		// Not ours to judge: the upstream answers malformed bodies itself.

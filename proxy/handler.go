@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // Response headers of the wire contract.
@@ -62,9 +64,6 @@ func (h *Handler) Close() { h.after.Wait() }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// endpoints whose bodies rcm rebuilds; every other /v1 route passes through.
-var assembled = map[string]bool{"/v1/chat/completions": true}
-
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
@@ -97,7 +96,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		threshold = t
 	}
 	w.Header().Set(HeaderMode, string(mode))
-	if r.Method != http.MethodPost || !assembled[path] {
+	format, call := transcript.FormatOf(path)
+	if r.Method != http.MethodPost || !call {
 		h.forward(w, r, path, nil, nil)
 		return
 	}
@@ -112,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, classify(r.Context(), fmt.Errorf("read request body: %w", err)))
 		return
 	}
-	a := h.assemble(r, mode, threshold, body)
+	a := h.assemble(r, format, mode, threshold, body)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
 }

@@ -45,26 +45,35 @@ func chatMessage(body []byte, v gjson.Result, i int) (Message, error) {
 	if !v.IsObject() || v.Index <= 0 || v.Index+len(v.Raw) > len(body) {
 		return Message{}, ErrBadMessage
 	}
-	role := v.Get("role")
-	if role.Type != gjson.String {
-		return Message{}, ErrBadMessage
-	}
-	m := Message{
-		Index:      i,
-		Role:       role.String(),
-		Raw:        body[v.Index : v.Index+len(v.Raw) : v.Index+len(v.Raw)],
-		Text:       contentText(v.Get("content")),
-		ToolCallID: v.Get("tool_call_id").String(),
-	}
-	v.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		fn := c.Get("function")
-		m.ToolCalls = append(m.ToolCalls, ToolCall{
-			ID:        c.Get("id").String(),
-			Name:      fn.Get("name").String(),
-			Arguments: fn.Get("arguments").String(),
-		})
+	end := v.Index + len(v.Raw)
+	m := Message{Index: i, Raw: body[v.Index:end:end]}
+	hasRole := false
+	// One pass over the keys: a message's content can be large, and a Get
+	// per field would rescan it for every field that follows it.
+	v.ForEach(func(k, f gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			m.Role, hasRole = f.Str, f.Type == gjson.String
+		case "content":
+			m.Text = contentText(f)
+		case "tool_call_id":
+			m.ToolCallID = f.String()
+		case "tool_calls":
+			f.ForEach(func(_, c gjson.Result) bool {
+				fn := c.Get("function")
+				m.ToolCalls = append(m.ToolCalls, ToolCall{
+					ID:        c.Get("id").String(),
+					Name:      fn.Get("name").String(),
+					Arguments: fn.Get("arguments").String(),
+				})
+				return true
+			})
+		}
 		return true
 	})
+	if !hasRole {
+		return Message{}, ErrBadMessage
+	}
 	return m, nil
 }
 

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -11,14 +12,36 @@ type Format int
 const (
 	// OpenAIChat is POST /v1/chat/completions.
 	OpenAIChat Format = iota
+	// AnthropicMessages is POST /v1/messages (not parsed yet).
+	AnthropicMessages
+	// OpenAIResponses is POST /v1/responses (not parsed yet).
+	OpenAIResponses
 )
 
 func (f Format) String() string {
 	switch f {
 	case OpenAIChat:
 		return "openai-chat"
+	case AnthropicMessages:
+		return "anthropic-messages"
+	case OpenAIResponses:
+		return "openai-responses"
 	}
 	return "unknown"
+}
+
+// FormatOf returns the format of the model-call endpoint at path (below the
+// API root, e.g. "/v1/chat/completions"); ok is false for other routes.
+func FormatOf(path string) (f Format, ok bool) {
+	switch path {
+	case "/v1/chat/completions":
+		return OpenAIChat, true
+	case "/v1/messages":
+		return AnthropicMessages, true
+	case "/v1/responses":
+		return OpenAIResponses, true
+	}
+	return 0, false
 }
 
 // Kind is what a call is for, as far as the body and headers tell.
@@ -128,9 +151,12 @@ func (t *Transcript) Current() *Turn {
 // Headers the harness uses to mark child sessions.
 const headerParentSession = "X-Parent-Session-Id"
 
-// Parse reads an OpenAI chat-completions body. h may be nil; it is consulted
-// for the subagent marker only.
-func Parse(body []byte, h http.Header) (*Transcript, error) {
+// Parse reads a request body of format f. h may be nil; it is consulted for
+// the subagent marker only.
+func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
+	if f != OpenAIChat {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
+	}
 	t, err := parseChat(body)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -88,7 +89,7 @@ func TestGoldenCaptures(t *testing.T) {
 	for _, name := range chatCaptures(t) {
 		t.Run(name, func(t *testing.T) {
 			body, h, _ := capture(t, name)
-			tr, err := Parse(body, h)
+			tr, err := Parse(OpenAIChat, body, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestKinds(t *testing.T) {
 	}
 	for name, kind := range want {
 		body, h, _ := capture(t, name)
-		tr, err := Parse(body, h)
+		tr, err := Parse(OpenAIChat, body, h)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -147,7 +148,7 @@ func TestKinds(t *testing.T) {
 
 func TestSegmentation(t *testing.T) {
 	body, h, _ := capture(t, "continue_request")
-	tr, err := Parse(body, h)
+	tr, err := Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestSegmentation(t *testing.T) {
 		t.Fatalf("turns %+v preamble %d", tr.Turns, tr.Preamble)
 	}
 	body, h, _ = capture(t, "after_autocompaction_request")
-	tr, err = Parse(body, h)
+	tr, err = Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestSegmentation(t *testing.T) {
 
 func TestRebuildDropsWholeTurns(t *testing.T) {
 	body, h, _ := capture(t, "continue_request")
-	tr, err := Parse(body, h)
+	tr, err := Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,15 +218,31 @@ func TestParseErrors(t *testing.T) {
 		{`{"messages":[{"role":3}]}`, ErrBadMessage},
 	}
 	for _, c := range cases {
-		if _, err := Parse([]byte(c.body), nil); err != c.err {
+		if _, err := Parse(OpenAIChat, []byte(c.body), nil); err != c.err {
 			t.Errorf("%s: err %v, want %v", c.body, err, c.err)
 		}
 	}
 }
 
+func TestUnsupportedFormats(t *testing.T) {
+	for _, name := range []string{"anthropic_messages_request", "responses_api_request"} {
+		body, h, path := capture(t, name)
+		f, ok := FormatOf(path)
+		if !ok {
+			t.Fatalf("%s: %s not a model call", name, path)
+		}
+		if _, err := Parse(f, body, h); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: err %v", name, err)
+		}
+	}
+	if _, ok := FormatOf("/v1/models"); ok {
+		t.Error("/v1/models taken for a model call")
+	}
+}
+
 func TestContentParts(t *testing.T) {
 	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`
-	tr, err := Parse([]byte(body), nil)
+	tr, err := Parse(OpenAIChat, []byte(body), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,15 +254,15 @@ func TestContentParts(t *testing.T) {
 func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
 	a, h, _ := capture(t, "tool_result_request")
 	b, _, _ := capture(t, "continue_request")
-	ta, _ := Parse(a, h)
-	tb, _ := Parse(b, h)
+	ta, _ := Parse(OpenAIChat, a, h)
+	tb, _ := Parse(OpenAIChat, b, h)
 	fa, fb := ta.Fingerprints(), tb.Fingerprints()
 	if len(fa) != 1 || len(fb) != 2 || fa[0] != fb[0] || fb[0] == fb[1] {
 		t.Fatalf("fingerprints %v %v", fa, fb)
 	}
 	// The same words at another point of the session fingerprint differently.
 	same := `{"messages":[{"role":"user","content":"go"},{"role":"user","content":"go"}]}`
-	ts, _ := Parse([]byte(same), nil)
+	ts, _ := Parse(OpenAIChat, []byte(same), nil)
 	if fs := ts.Fingerprints(); fs[0] == fs[1] {
 		t.Fatal("repeated request got the same fingerprint")
 	}
@@ -259,7 +276,7 @@ func FuzzParseRebuild(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"model":"m"}`))
 	f.Add([]byte(` { "messages" : [ {"role":"system","content":[]} , {"role":"user","content":"q"} ] } `))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tr, err := Parse(body, nil)
+		tr, err := Parse(OpenAIChat, body, nil)
 		if err != nil {
 			return
 		}
@@ -278,7 +295,7 @@ func FuzzParseRebuild(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("rebuild produced invalid JSON: %s", out)
 		}
-		again, err := Parse(out, nil)
+		again, err := Parse(OpenAIChat, out, nil)
 		if err != nil {
 			t.Fatalf("rebuilt body does not parse: %v", err)
 		}

@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// bigBody grows a real OpenCode body to about size bytes by repeating its
+// turns with tool traffic, as a long session would.
+func bigBody(b *testing.B, size int) []byte {
+	body, _, _ := capture(b, "continue_request")
+	msgs := gjson.GetBytes(body, "messages")
+	var turns [][]byte
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() != "system" {
+			turns = append(turns, []byte(m.Raw))
+		}
+		return true
+	})
+	var arr bytes.Buffer
+	arr.WriteByte('[')
+	arr.WriteString(msgs.Get("0").Raw)
+	for i := 0; arr.Len() < size; i++ {
+		for _, m := range turns {
+			arr.WriteByte(',')
+			arr.Write(bytes.Replace(m, []byte("hello-from-tool"), []byte(fmt.Sprintf("tool output %d %s", i, bytes.Repeat([]byte("x"), 400))), 1))
+		}
+	}
+	arr.WriteByte(']')
+	out := append([]byte{}, body[:msgs.Index]...)
+	out = append(out, arr.Bytes()...)
+	return append(out, body[msgs.Index+len(msgs.Raw):]...)
+}
+
+// benchNative measures rcm's own work per native-mode request: read, parse,
+// session, forward to a local upstream and copy the answer back.
+func benchNative(b *testing.B, body []byte) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"choices":[]}`)
+	}))
+	defer up.Close()
+	cfg := Config{Upstream: up.URL + "/v1", Mode: Native}
+	cfg.Validate()
+	h := New(cfg, nil)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("X-Session-Id", "ses_bench")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
+
+func BenchmarkNativeSmall(b *testing.B) {
+	body, _, _ := capture(b, "title_request")
+	benchNative(b, body)
+}
+
+func BenchmarkNative1MB(b *testing.B) { benchNative(b, bigBody(b, 1<<20)) }
+
+// BenchmarkDirect1MB is the same round trip without rcm: the floor the
+// proxy's overhead is measured against.
+func BenchmarkDirect1MB(b *testing.B) {
+	body := bigBody(b, 1<<20)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"choices":[]}`)
+	}))
+	defer up.Close()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Post(up.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

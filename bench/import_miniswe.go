@@ -56,7 +56,7 @@ func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
 	tr := &Trajectory{Task: raw.InstanceID, Format: "mini-swe-agent-1", Workdir: MiniSWEWorkdir}
 	idBase := callIDBase(raw.InstanceID)
 	var turn *Turn
-	pending := ""     // id of the call awaiting its output
+	pending := ""      // id of the call awaiting its output
 	dropReply := false // the next user message answers a dropped message
 	calls := 0
 	for i, m := range raw.Messages {

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadMiniSWEReal(t *testing.T) {
+	b := readShared(t, "trajectories", "mini-swe-agent", "django__django-11099.traj.json")
+	tr, skips, err := ReadMiniSWE(b, "11099")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skips) != 0 {
+		t.Errorf("skips = %v", skips)
+	}
+	if tr.Task != "django__django-11099" || tr.Workdir != "/testbed" || len(tr.Turns) != 1 {
+		t.Fatalf("trajectory = %s %s %d turns", tr.Task, tr.Workdir, len(tr.Turns))
+	}
+	turn := tr.Turns[0]
+	if !strings.HasPrefix(turn.Request, "UsernameValidator allows trailing newline in usernames") {
+		t.Errorf("request = %.80q", turn.Request)
+	}
+	// 21 api calls: 21 assistant messages, each one bash call with its result.
+	if len(turn.Messages) != 42 {
+		t.Fatalf("%d messages, want 42", len(turn.Messages))
+	}
+	first := turn.Messages[0]
+	var args map[string]string
+	if err := json.Unmarshal([]byte(first.ToolCalls[0].Function.Arguments), &args); err != nil {
+		t.Fatal(err)
+	}
+	if first.ToolCalls[0].Function.Name != "bash" || args["command"] != "ls -R | grep -i validators" || args["workdir"] != "/testbed" || args["description"] == "" {
+		t.Errorf("first call = %+v", first.ToolCalls[0])
+	}
+	if strings.HasPrefix(first.Content, "THOUGHT") || !strings.HasPrefix(first.Content, "I need to locate") {
+		t.Errorf("first content = %.60q", first.Content)
+	}
+	if res := turn.Messages[1]; res.Role != RoleTool || res.ToolCallID != first.ToolCalls[0].ID || !strings.HasPrefix(res.Content, "validators.py\n") {
+		t.Errorf("first result = %+v", res)
+	}
+	last := turn.Messages[len(turn.Messages)-1]
+	if !strings.HasPrefix(last.Content, "diff --git a/django/contrib/auth/validators.py") {
+		t.Errorf("submission output = %.60q", last.Content)
+	}
+	if err := validateMessages(turn.Messages); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReadMiniSWEFormatError(t *testing.T) {
+	// 11133 has an assistant message with two bash blocks and the
+	// format-error reply it drew: both are dropped, and reported.
+	b := readShared(t, "trajectories", "mini-swe-agent", "django__django-11133.traj.json")
+	tr, skips, err := ReadMiniSWE(b, "11133")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skips) != 1 || !strings.Contains(skips[0].Reason, "2 bash blocks") {
+		t.Fatalf("skips = %v", skips)
+	}
+	for _, m := range tr.Turns[0].Messages {
+		if strings.Contains(m.Content, "Please always provide EXACTLY ONE action") {
+			t.Fatal("format-error reply kept")
+		}
+	}
+	if err := validateMessages(tr.Turns[0].Messages); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReadMiniSWEAll(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedData(t, "trajectories", "mini-swe-agent"), "*.traj.json"))
+	if len(files) != 30 {
+		t.Fatalf("%d trajectories", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, _, err := ReadMiniSWE(b, f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := validateMessages(tr.Turns[0].Messages); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestToolOutput(t *testing.T) {
+	if got := toolOutput("<returncode>0</returncode>\n<output>\nhi\n</output>"); got != "hi\n" {
+		t.Errorf("rc 0: %q", got)
+	}
+	if got := toolOutput("<returncode>2</returncode>\n<output>\nboom\n</output>"); got != "boom\n\nexit code: 2" {
+		t.Errorf("rc 2: %q", got)
+	}
+	if got := toolOutput("diff --git a/x b/x"); got != "diff --git a/x b/x" {
+		t.Errorf("raw: %q", got)
+	}
+}
+
+func FuzzReadMiniSWE(f *testing.F) {
+	f.Add([]byte(`{"instance_id":"x","trajectory_format":"mini-swe-agent-1","messages":[{"role":"system","content":"s"},{"role":"user","content":"<pr_description>fix</pr_description>"},{"role":"assistant","content":"THOUGHT: t\n` + "```bash\\nls\\n```" + `"},{"role":"user","content":"<returncode>0</returncode><output>a</output>"}]}`))
+	f.Add([]byte(`{"instance_id":"x","messages":[{"role":"user","content":5}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, _, err := ReadMiniSWE(b, "fuzz")
+		if err != nil {
+			return
+		}
+		if err := validateMessages(tr.Turns[0].Messages); err != nil {
+			t.Fatalf("invalid history: %v", err)
+		}
+	})
+}

@@ -2,7 +2,8 @@
 // sessions the proxy has seen, the task label of every turn (keyed by session
 // and transcript.Fingerprint), each session's tasks, the per-task state
 // records M_z, and an append-only, bounded log of routing decisions (events)
-// for the inspector. It does no HTTP and knows nothing of wire formats.
+// for the inspector. Render turns a record into the bounded text of the
+// memory message. It does no HTTP and knows nothing of wire formats.
 //
 // Layout (schema version 1): a "meta" bucket with the schema version, a
 // "sessions" bucket (session id -> Session as JSON) and a "data" bucket with

@@ -86,8 +86,14 @@
 //
 // # Running it
 //
-//	s := scripted.New(script)      // an http.Handler; panics on an invalid script
-//	s.Serve(ctx, listener)         // or httptest.NewServer(s)
+//	script, err := scripted.LoadScriptFile(path) // validated; errors name rule and field
+//	s := scripted.New(script)                     // an http.Handler; panics on an invalid script
+//	ln, err := net.Listen("tcp", addr)            // ":0" picks a port: print ln.Addr()
+//	err = s.Serve(ctx, ln)                        // until ctx is done; or httptest.NewServer(s)
+//
+// Tests then read s.Requests() or s.Session(id) (each Recorded says which
+// rule answered: its index, AnsweredByQueue or AnsweredByDefault) and may
+// s.Enqueue replies or s.Reset() between cases.
 //
 // Caveats: it is a test double, not a model. Token counts are estimates
 // unless the script gives them. Request bodies over 64 MiB are refused

@@ -55,7 +55,7 @@ func BenchmarkRebuild1MB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tr.Rebuild(kept, nil); err != nil {
+		if _, err := tr.Rebuild(Edit{Keep: kept}); err != nil {
 			b.Fatal(err)
 		}
 	}

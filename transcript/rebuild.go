@@ -8,12 +8,23 @@ type Insert struct {
 	Raw    []byte // one complete JSON object
 }
 
-// Rebuild returns a body whose messages array holds the kept messages (by
-// index, ascending) and the inserted ones, each as its exact original bytes.
+// Edit says how to rebuild a body: which messages stay, which new ones go
+// in, and which kept ones are replaced by other bytes (a condensed tool
+// output, a rewritten compaction prompt).
+type Edit struct {
+	Keep    []int          // indexes of kept messages, ascending
+	Insert  []Insert       // ordered by Before
+	Replace map[int][]byte // kept index -> the complete JSON object sent instead
+}
+
+// Rebuild returns a body whose messages array holds the kept messages, each
+// as its exact original bytes unless replaced, and the inserted ones.
 // Everything outside the messages array is copied unchanged. With every
-// message kept and nothing inserted it returns t.Body itself.
-func (t *Transcript) Rebuild(kept []int, inserts []Insert) ([]byte, error) {
-	if len(inserts) == 0 && len(kept) == len(t.Messages) && ascendingAll(kept) {
+// message kept, nothing inserted and nothing replaced it returns t.Body
+// itself.
+func (t *Transcript) Rebuild(e Edit) ([]byte, error) {
+	kept, inserts := e.Keep, e.Insert
+	if len(inserts) == 0 && len(e.Replace) == 0 && len(kept) == len(t.Messages) && ascendingAll(kept) {
 		return t.Body, nil
 	}
 	size := len(t.Body) - (t.arrEnd - t.arrStart) + 2
@@ -26,7 +37,12 @@ func (t *Transcript) Rebuild(kept []int, inserts []Insert) ([]byte, error) {
 			return nil, fmt.Errorf("transcript: kept index %d out of order or range", k)
 		}
 		prev = k
-		size += len(t.Messages[k].Raw) + 1
+		size += len(t.raw(k, e.Replace)) + 1
+	}
+	for i := 1; i < len(inserts); i++ {
+		if inserts[i].Before < inserts[i-1].Before {
+			return nil, fmt.Errorf("transcript: inserts out of order at %d", i)
+		}
 	}
 	out := make([]byte, 0, size)
 	out = append(out, t.Body[:t.arrStart]...)
@@ -44,7 +60,7 @@ func (t *Transcript) Rebuild(kept []int, inserts []Insert) ([]byte, error) {
 			add(inserts[ins].Raw)
 			ins++
 		}
-		add(t.Messages[k].Raw)
+		add(t.raw(k, e.Replace))
 	}
 	for ; ins < len(inserts); ins++ {
 		add(inserts[ins].Raw)
@@ -61,4 +77,11 @@ func ascendingAll(kept []int) bool {
 		}
 	}
 	return true
+}
+
+func (t *Transcript) raw(i int, replace map[int][]byte) []byte {
+	if r, ok := replace[i]; ok {
+		return r
+	}
+	return t.Messages[i].Raw
 }

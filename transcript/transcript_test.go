@@ -107,7 +107,7 @@ func TestGoldenCaptures(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("summary differs from %s:\n%s", golden, got)
 			}
-			out, err := tr.Rebuild(tr.Keep(allTurns(tr)), nil)
+			out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
 			if err != nil || !bytes.Equal(out, body) {
 				t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
 			}
@@ -174,7 +174,7 @@ func TestRebuildDropsWholeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := []byte(`{"role":"user","content":"[rcm] task state"}`)
-	out, err := tr.Rebuild(tr.Keep([]int{1}), []Insert{{Before: 5, Raw: mem}})
+	out, err := tr.Rebuild(Edit{Keep: tr.Keep([]int{1}), Insert: []Insert{{Before: 5, Raw: mem}}, Replace: map[int][]byte{0: []byte(`{"role":"system","content":"s"}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,15 +189,21 @@ func TestRebuildDropsWholeTurns(t *testing.T) {
 	if got := strings.Join(roles, ","); got != "system,user,user" {
 		t.Fatalf("roles %s", got)
 	}
+	if gjson.GetBytes(out, "messages.0.content").String() != "s" {
+		t.Fatal("replacement not applied")
+	}
 	if gjson.GetBytes(out, "messages.1.content").String() != "[rcm] task state" {
 		t.Fatal("memory message not before the current request")
+	}
+	if _, err := tr.Rebuild(Edit{Keep: []int{0}, Insert: []Insert{{Before: 3}, {Before: 1}}}); err == nil {
+		t.Fatal("unordered inserts accepted")
 	}
 	// Everything outside the messages array is byte-identical.
 	prefix, suffix := body[:tr.arrStart], body[tr.arrEnd:]
 	if !bytes.HasPrefix(out, prefix) || !bytes.HasSuffix(out, suffix) {
 		t.Fatal("bytes outside messages changed")
 	}
-	if _, err := tr.Rebuild([]int{2, 1}, nil); err == nil {
+	if _, err := tr.Rebuild(Edit{Keep: []int{2, 1}}); err == nil {
 		t.Fatal("out-of-order indexes accepted")
 	}
 }
@@ -280,7 +286,7 @@ func FuzzParseRebuild(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, err := tr.Rebuild(tr.Keep(allTurns(tr)), nil)
+		out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
 		if err != nil || !bytes.Equal(out, body) {
 			t.Fatalf("full rebuild changed the body: %v", err)
 		}
@@ -288,7 +294,7 @@ func FuzzParseRebuild(f *testing.F) {
 			return
 		}
 		cur := []int{len(tr.Turns) - 1}
-		out, err = tr.Rebuild(tr.Keep(cur), []Insert{{Before: tr.Turns[cur[0]].Start, Raw: []byte(`{"role":"user","content":"m"}`)}})
+		out, err = tr.Rebuild(Edit{Keep: tr.Keep(cur), Insert: []Insert{{Before: tr.Turns[cur[0]].Start, Raw: []byte(`{"role":"user","content":"m"}`)}}})
 		if err != nil {
 			t.Fatal(err)
 		}

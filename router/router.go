@@ -1,0 +1,311 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// Methods by which a decision was reached, cheapest first.
+const (
+	MethodTag       = "tag"       // explicit tag: X-RCM-Task or "[task: name]"
+	MethodWorkspace = "workspace" // the checkout the turn names or works in
+	MethodFiles     = "files"     // files the request names, touched by one task
+	MethodLexical   = "lexical"   // BM25 similarity to each task's turns
+	MethodFollowUp  = "followup"  // a short reply continues the previous turn's task
+	MethodModel     = "model"     // the LLM classifier
+	MethodNew       = "new"       // the turn opens a task
+	MethodPrior     = "prior"     // the label stored by an earlier call
+	MethodSummary   = "summary"   // a post-compaction recap: belongs to every task
+)
+
+// Errors returned by Route; the proxy forwards such calls unchanged.
+var (
+	ErrNoTurn   = errors.New("router: transcript has no turn")
+	ErrSideCall = errors.New("router: side calls are not routed")
+)
+
+// Prior is what the store holds for one turn (looked up by the turn's
+// fingerprint): the label it was given by an earlier call.
+type Prior struct {
+	Known      bool
+	Task       string
+	Confidence float64
+	Method     string
+	Routed     bool // forwarded routed: the label is final
+}
+
+// Decision is the task of one turn.
+type Decision struct {
+	Task       string // "" for Summary turns
+	Confidence float64
+	Method     string
+	// Scores are the candidate tasks' probabilities behind a lexical or
+	// model decision, or the chosen task alone.
+	Scores map[string]float64
+	// Routed: the label is at or above the threshold (or was forwarded
+	// routed before) and is final. Persist it with the label.
+	Routed bool
+}
+
+// Prior returns the decision as the store should keep it.
+func (d Decision) Prior() Prior {
+	return Prior{Known: true, Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed}
+}
+
+// Options are per-call settings.
+type Options struct {
+	// Threshold overrides Config.Threshold when in (0, 1] (X-RCM-Threshold).
+	Threshold float64
+	// Task is an explicit tag for the current turn (X-RCM-Task); it is
+	// lower-cased and ignored unless a valid task name (see Tag).
+	Task string
+	// Tasks are the ids the session already holds (from the store), so
+	// that a new task is never given an id in use, even after compaction
+	// removed the turns that introduced them.
+	Tasks []string
+}
+
+// Plan is the routing of one call.
+type Plan struct {
+	Turns    []Decision // one per transcript turn
+	Current  Decision   // the last turn's decision
+	Fallback bool       // Current.Confidence < threshold: everything is kept
+	Keep     []int      // ascending turn indexes to forward (all when Fallback)
+	Usage    ModelUsage // the classifier's cost, apart from the agent's
+}
+
+// Router classifies turns. It is safe for concurrent use.
+type Router struct {
+	cfg   Config
+	model *classifier
+}
+
+// New returns a Router for cfg.
+func New(cfg Config) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	r := &Router{cfg: cfg}
+	if cfg.Model != "" {
+		r.model = newClassifier(cfg)
+	}
+	return r, nil
+}
+
+// Threshold returns the configured threshold.
+func (r *Router) Threshold() float64 { return r.cfg.Threshold }
+
+// Route labels every turn of t and decides which turns the call keeps.
+// prior holds the stored label of each turn (shorter than t.Turns when the
+// last turns are new). Routed labels are kept; the current turn is
+// (re)classified unless routed; earlier unknown turns are classified with
+// the cheap signals. Route never fails because of the classifier.
+func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Prior, opt Options) (Plan, error) {
+	if t == nil || len(t.Turns) == 0 {
+		return Plan{}, ErrNoTurn
+	}
+	if t.Kind.Side() {
+		return Plan{}, ErrSideCall
+	}
+	if len(prior) > len(t.Turns) {
+		return Plan{}, fmt.Errorf("router: %d prior labels for %d turns", len(prior), len(t.Turns))
+	}
+	thr := r.cfg.Threshold
+	if opt.Threshold > 0 && opt.Threshold <= 1 {
+		thr = opt.Threshold
+	}
+	s := session{t: t, thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}}
+	for _, id := range opt.Tasks {
+		s.noteTask(id)
+	}
+	last := len(t.Turns) - 1
+	var p Plan
+	for i, tn := range t.Turns {
+		var d Decision
+		switch {
+		case tn.Kind == transcript.Summary:
+			d = Decision{Confidence: 1, Method: MethodSummary, Routed: true}
+		case i < len(prior) && prior[i].Known && (prior[i].Routed || i < last):
+			pr := prior[i]
+			d = Decision{Task: pr.Task, Confidence: pr.Confidence, Method: MethodPrior,
+				Scores: map[string]float64{pr.Task: pr.Confidence}, Routed: pr.Routed}
+		case i == last:
+			d = s.classify(i, strings.TrimSpace(opt.Task))
+			if d.Confidence < thr && r.model != nil {
+				d = r.model.ask(ctx, &s, i, d, &p.Usage)
+			}
+			d.Routed = d.Confidence >= thr
+		default:
+			d = s.classify(i, "")
+			d.Routed = d.Confidence >= thr
+		}
+		s.ds[i] = d
+		if d.Task != "" {
+			s.noteTask(d.Task)
+			if d.Routed {
+				s.byTask[d.Task] = append(s.byTask[d.Task], i)
+			}
+		}
+	}
+	p.Turns = s.ds
+	p.Current = s.ds[last]
+	p.Fallback = p.Current.Confidence < thr
+	p.Keep = make([]int, 0, len(t.Turns))
+	for i, d := range s.ds {
+		// Unrouted turns are kept: their task is a guess.
+		if p.Fallback || i == last || d.Task == "" || !d.Routed || d.Task == p.Current.Task {
+			p.Keep = append(p.Keep, i)
+		}
+	}
+	return p, nil
+}
+
+// session is the state of one Route call: the decisions so far and, per
+// task, the routed turns that describe it.
+type session struct {
+	t      *transcript.Transcript
+	thr    float64
+	ds     []Decision
+	tasks  []string         // ids in order of appearance
+	byTask map[string][]int // routed turns of each task, ascending
+}
+
+func (s *session) noteTask(id string) {
+	if id == "" {
+		return
+	}
+	for _, x := range s.tasks {
+		if x == id {
+			return
+		}
+	}
+	s.tasks = append(s.tasks, id)
+}
+
+// newID numbers a new task after every "t<n>" in use.
+func (s *session) newID() string {
+	n := 0
+	for _, id := range s.tasks {
+		if k, err := strconv.Atoi(strings.TrimPrefix(id, "t")); err == nil && strings.HasPrefix(id, "t") && k > n {
+			n = k
+		}
+	}
+	return "t" + strconv.Itoa(n+1)
+}
+
+func one(task string, conf float64, method string) Decision {
+	return Decision{Task: task, Confidence: conf, Method: method, Scores: map[string]float64{task: conf}}
+}
+
+// Confidences of the cheap signals. Each was checked on the interleaved
+// sessions of the test data (see TestInterleaved): decisions at or above
+// the default threshold are right at least 95% of the time.
+const (
+	confFirst     = 1.0  // the first task of a session
+	confWorkspace = 0.97 // the checkout named by the request or used as workdir
+	confTouched   = 0.9  // a checkout only touched by a tool call's path
+	confNew       = 0.95 // a checkout no task has used yet
+	confNewMixed  = 0.85 // a new checkout named beside known ones
+	confFollowUp  = 0.9  // a short reply after a routed turn
+	confAlone     = 0.9  // one task so far and nothing opens another
+)
+
+// classify decides turn i from its signals and the routed turns before it.
+func (s *session) classify(i int, header string) Decision {
+	q := newQuery()
+	sig := read(s.t, s.t.Turns[i], queryCap, q.add)
+	if tag := strings.ToLower(header); validName(tag) {
+		return one(tag, 1, MethodTag)
+	}
+	if sig.tag != "" {
+		return one(sig.tag, 1, MethodTag)
+	}
+	if len(s.byTask) == 0 && len(s.tasks) == 0 {
+		return one(s.newID(), confFirst, MethodNew)
+	}
+	prof := s.profiles(i, q)
+	d, ok, only := s.workspace(sig, prof)
+	if ok {
+		return d
+	}
+	if sig.followup && only == nil {
+		if d, ok := s.followUp(i); ok {
+			return d
+		}
+	}
+	return s.lexical(q, prof, only)
+}
+
+// workspace decides from the checkouts the turn names or works in: the
+// request's and working directories first, paths its tool calls merely
+// touch after. When the roots are shared by several tasks it returns them
+// as the candidates.
+func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, only []string) {
+	strong := append(append([]string(nil), sig.named...), sig.workdirs...)
+	roots, conf := strong, confWorkspace
+	if len(roots) == 0 {
+		roots, conf = sig.touched, confTouched
+	}
+	if len(roots) == 0 {
+		return Decision{}, false, nil
+	}
+	fresh := false
+	for _, r := range roots {
+		own := owners(prof, r)
+		if len(own) == 0 {
+			fresh = fresh || len(strong) > 0
+		}
+		for _, o := range own {
+			if !slices.Contains(only, o) {
+				only = append(only, o)
+			}
+		}
+	}
+	switch {
+	case fresh && len(only) == 0:
+		return one(s.newID(), confNew, MethodNew), true, nil
+	case fresh:
+		// A new checkout beside known ones: most likely a new task that
+		// refers to another (or names an example path).
+		return one(s.newID(), confNewMixed, MethodNew), true, nil
+	case len(only) == 1:
+		return one(only[0], conf, MethodWorkspace), true, nil
+	}
+	return Decision{}, false, only
+}
+
+// followUp continues the task of the previous request turn.
+func (s *session) followUp(i int) (Decision, bool) {
+	for j := i - 1; j >= 0; j-- {
+		if s.t.Turns[j].Kind != transcript.Request {
+			continue
+		}
+		d := s.ds[j]
+		conf := confFollowUp
+		if !d.Routed {
+			conf = min(conf, d.Confidence)
+		}
+		return one(d.Task, conf, MethodFollowUp), d.Task != ""
+	}
+	return Decision{}, false
+}
+
+func owners(prof []profile, root string) []string {
+	var own []string
+	for k := range prof {
+		for _, r := range prof[k].roots {
+			if r == root {
+				own = append(own, prof[k].task)
+				break
+			}
+		}
+	}
+	return own
+}

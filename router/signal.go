@@ -1,0 +1,177 @@
+package router
+
+import (
+	"strings"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// signals are the cheap facts of one turn: an explicit tag, whether its
+// request is a short follow-up, and the checkouts it names or works in.
+type signals struct {
+	tag      string
+	followup bool
+	// roots named by the request text, used as a working directory by a
+	// tool call, or touched by any path of a tool call.
+	named, workdirs, touched []string
+}
+
+// read gathers the signals of turn tn, reading the first cap bytes of its
+// request, and, when terms is not nil, feeds the turn's lexical terms to it.
+func read(t *transcript.Transcript, tn transcript.Turn, cap int, terms func(term, bool)) signals {
+	req := clip(t.Messages[tn.Start].Text, cap)
+	s := signals{tag: Tag(req), followup: FollowUp(req)}
+	c := collector{terms: terms, roots: &s.named}
+	scan(req, &c)
+	c.roots, c.workdirs = &s.touched, &s.workdirs
+	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), &c) })
+	return s
+}
+
+// eachCall visits the arguments of the turn's tool calls, at most callsCap
+// of them: the first half and the last half, so that a long turn shows both
+// where it started and where it is now.
+func eachCall(t *transcript.Transcript, tn transcript.Turn, fn func(string)) {
+	total := 0
+	for i := tn.Start; i < tn.End; i++ {
+		total += len(t.Messages[i].ToolCalls)
+	}
+	k := 0
+	for i := tn.Start; i < tn.End; i++ {
+		for _, c := range t.Messages[i].ToolCalls {
+			if k < callsCap/2 || k >= total-callsCap/2 {
+				fn(c.Arguments)
+			}
+			k++
+		}
+	}
+}
+
+type collector struct {
+	terms    func(term, bool)
+	roots    *[]string
+	workdirs *[]string // nil while reading the request
+}
+
+func (c *collector) term(h term, file bool) {
+	if c.terms != nil {
+		c.terms(h, file)
+	}
+}
+
+func (c *collector) path(p string, workdir bool) {
+	root, _ := splitRoot(p)
+	if root == "" {
+		return
+	}
+	*c.roots = addRoot(*c.roots, root)
+	if workdir && c.workdirs != nil {
+		*c.workdirs = addRoot(*c.workdirs, root)
+	}
+}
+
+func addRoot(roots []string, r string) []string {
+	for _, x := range roots {
+		if x == r {
+			return roots
+		}
+	}
+	return append(roots, r)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Tag returns the task named by the written convention "[task: NAME]" in a
+// request (the first one; case-insensitive keyword, NAME lower-cased: 1 to
+// 64 letters, digits, '-', '_', '.', '/'), or "".
+func Tag(text string) string {
+	for rest := text; ; {
+		i := strings.IndexByte(rest, '[')
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i+1:]
+		if len(rest) < 5 || !strings.EqualFold(rest[:4], "task") {
+			continue
+		}
+		body := strings.TrimLeft(rest[4:], " \t")
+		if body == "" || body[0] != ':' {
+			continue
+		}
+		body = strings.TrimLeft(body[1:], " \t")
+		end := strings.IndexByte(body, ']')
+		if end < 0 {
+			return ""
+		}
+		name := strings.TrimRight(body[:end], " \t")
+		if validName(name) {
+			return strings.ToLower(name)
+		}
+	}
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !wordByte(c) && c != '-' && c != '.' && c != '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// followWords open short replies that continue whatever the agent was doing.
+var followWords = map[string]bool{
+	"yes": true, "yeah": true, "yep": true, "yup": true, "ok": true, "okay": true, "sure": true,
+	"go": true, "do": true, "please": true, "continue": true, "proceed": true, "commit": true,
+	"push": true, "lgtm": true, "sounds": true, "thanks": true, "great": true, "perfect": true,
+	"nice": true, "let's": true, "lets": true, "now": true, "and": true, "also": true,
+	"fine": true, "good": true, "cool": true, "right": true, "exactly": true, "no": true,
+	"nope": true, "done": true, "retry": true, "again": true, "that": true, "agreed": true,
+}
+
+// FollowUp reports whether a request is a short follow-up that continues the
+// current task: a slash command ("/review", or Claude Code's
+// <command-name>/review</command-name>), at most four words, or at most
+// eight words opening with a reply word ("yes", "go", "commit", "let's", ...).
+func FollowUp(text string) bool {
+	text = strings.TrimSpace(text)
+	if strings.Contains(text, "<command-name>/") {
+		return true
+	}
+	f := strings.Fields(text)
+	if len(f) == 0 {
+		return false
+	}
+	if slash(f[0]) && len(f) <= 8 {
+		return true
+	}
+	if len(f) <= 4 {
+		return true
+	}
+	first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
+	return len(f) <= 8 && followWords[first]
+}
+
+// slash reports whether w is a slash command such as "/review" or
+// "/pr-review:review-pr" (and not a path such as "/work/ws1").
+func slash(w string) bool {
+	if len(w) < 2 || w[0] != '/' || !letter(w[1]) {
+		return false
+	}
+	for i := 2; i < len(w); i++ {
+		c := w[i]
+		if !wordByte(c) && c != '-' && c != ':' {
+			return false
+		}
+	}
+	return true
+}

@@ -29,3 +29,20 @@ func readShared(t testing.TB, rel ...string) []byte {
 	}
 	return b
 }
+
+// eachShared calls fn with every file of a shared/data folder matching
+// pattern, after checking that there are want of them.
+func eachShared(t *testing.T, dir, pattern string, want int, fn func(path string, b []byte)) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(sharedData(t, dir), pattern))
+	if len(files) != want {
+		t.Fatalf("%s: %d files, want %d", dir, len(files), want)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(f, b)
+	}
+}

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,24 +71,16 @@ func TestReadMiniSWEFormatError(t *testing.T) {
 }
 
 func TestReadMiniSWEAll(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedData(t, "trajectories", "mini-swe-agent"), "*.traj.json"))
-	if len(files) != 30 {
-		t.Fatalf("%d trajectories", len(files))
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachShared(t, "trajectories/mini-swe-agent", "*.traj.json", 30, func(f string, b []byte) {
 		tr, _, err := ReadMiniSWE(b, f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
-			continue
+			return
 		}
 		if err := validateMessages(tr.Turns[0].Messages); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-	}
+	})
 }
 
 func TestToolOutput(t *testing.T) {

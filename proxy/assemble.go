@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -99,8 +100,36 @@ func (a *assembly) response() *limitedBuffer {
 }
 
 // done runs after the response has been sent: store writes happen here, off
-// the request path.
-func (h *Handler) done(a *assembly) {}
+// the request path, in the background; Close waits for them.
+func (h *Handler) done(r *http.Request, a *assembly) {
+	if a.session == "" || a.status/100 != 2 {
+		return
+	}
+	parent := r.Header.Get("X-Parent-Session-Id")
+	now := time.Now()
+	h.after.Add(1)
+	go func() {
+		defer h.after.Done()
+		if err := h.record(a, parent, now); err != nil {
+			h.log.Warn("store update failed", "session", a.session, "err", err)
+		}
+	}()
+}
+
+// record writes what one call taught rcm: the session, the decision.
+func (h *Handler) record(a *assembly, parent string, now time.Time) error {
+	if err := h.store.Touch(a.session, parent, now); err != nil {
+		return err
+	}
+	kind := "unparsed"
+	if a.transcript != nil {
+		kind = a.transcript.Kind.String()
+	}
+	return h.store.AppendEvent(a.session, memory.Event{
+		At: now, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence,
+		Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
+	})
+}
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.
 type limitedBuffer struct {

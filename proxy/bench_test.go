@@ -46,9 +46,7 @@ func benchNative(b *testing.B, body []byte) {
 		io.WriteString(w, `{"choices":[]}`)
 	}))
 	defer up.Close()
-	cfg := Config{Upstream: up.URL + "/v1", Mode: Native}
-	cfg.Validate()
-	h := New(cfg, nil)
+	h, _, _ := newHandler(b, Config{Upstream: up.URL + "/v1", Mode: Native})
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()

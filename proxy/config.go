@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rcm-dev/rcm/memory"
 )
 
 // Mode selects what rcm does to a request.
@@ -45,7 +47,8 @@ type Config struct {
 	// Threshold is the router confidence below which the full history is
 	// kept. Default 0.8; a request may override it with X-RCM-Threshold.
 	Threshold float64 `json:"threshold"`
-	// DB is the bbolt store file. Default: memory.DefaultPath().
+	// DB is the bbolt store file. Default: memory.DefaultPath(), a file
+	// under the user's data directory.
 	DB string `json:"db"`
 	// MaxBody caps request bodies; larger ones get 413. Default 32 MiB.
 	MaxBody int64 `json:"max_body"`
@@ -98,6 +101,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Threshold < 0 || c.Threshold > 1 {
 		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
+	}
+	if c.DB == "" {
+		if c.DB, err = memory.DefaultPath(); err != nil {
+			return fmt.Errorf("db: %w (set --db)", err)
+		}
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody

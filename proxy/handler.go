@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -41,26 +42,37 @@ type Handler struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
+	store  *memory.Store
 
 	// after tracks work done after a response (store writes) so that Close
 	// waits for it before the store is closed.
 	after sync.WaitGroup
 }
 
-// New returns a Handler for cfg, which must have passed Validate.
-func New(cfg Config, log *slog.Logger) *Handler {
+// New returns a Handler for cfg, which must have passed Validate. It opens
+// the store at cfg.DB; Close closes it.
+func New(cfg Config, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	store, err := memory.Open(cfg.DB, memory.Options{})
+	if err != nil {
+		return nil, err
 	}
 	return &Handler{
 		cfg:    cfg,
 		client: &http.Client{Transport: newTransport(&cfg), CheckRedirect: noRedirect},
 		log:    log,
-	}
+		store:  store,
+	}, nil
 }
 
-// Close waits for the work that follows responses already sent.
-func (h *Handler) Close() { h.after.Wait() }
+// Close waits for the work that follows responses already sent, then closes
+// the store. Call it after the server has stopped taking requests.
+func (h *Handler) Close() error {
+	h.after.Wait()
+	return h.store.Close()
+}
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
@@ -167,7 +179,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 	if a != nil {
 		a.latency = time.Since(start)
 		a.status = resp.StatusCode
-		h.done(a)
+		h.done(r, a)
 	}
 }
 

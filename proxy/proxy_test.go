@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
 )
 
@@ -77,6 +78,24 @@ func (rec *recorder) last(t *testing.T) ([]byte, *http.Request) {
 	return rec.bodies[len(rec.bodies)-1], rec.reqs[len(rec.reqs)-1]
 }
 
+// newHandler validates cfg (with a fresh store) and serves rcm with it.
+func newHandler(tb testing.TB, cfg Config) (*Handler, *httptest.Server, Config) {
+	tb.Helper()
+	if cfg.DB == "" {
+		cfg.DB = filepath.Join(tb.TempDir(), "rcm.db")
+	}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	tb.Cleanup(func() { srv.Close(); h.Close() })
+	return h, srv, cfg
+}
+
 // setup starts a fake upstream and rcm in front of it.
 func setup(t *testing.T, rec http.Handler, mut func(*Config)) (*httptest.Server, *Handler) {
 	t.Helper()
@@ -86,12 +105,7 @@ func setup(t *testing.T, rec http.Handler, mut func(*Config)) (*httptest.Server,
 	if mut != nil {
 		mut(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h := New(cfg, nil)
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	h, srv, _ := newHandler(t, cfg)
 	return srv, h
 }
 
@@ -270,9 +284,7 @@ func TestUnreachableUpstreamIs502(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	cfg := Config{Upstream: "http://" + addr + "/v1"}
-	cfg.Validate()
-	srv := httptest.NewServer(New(cfg, nil))
+	_, srv, _ := newHandler(t, Config{Upstream: "http://" + addr + "/v1"})
 	defer srv.Close()
 	body, h, path := capture(t, "continue_request")
 	resp := post(t, srv.URL+path, body, h)
@@ -494,5 +506,42 @@ func TestClassify(t *testing.T) {
 		if got := classify(c.ctx, c.err).Status; got != c.want {
 			t.Errorf("%v: %d, want %d", c.err, got, c.want)
 		}
+	}
+}
+
+// TestStoreRecordsSessions: after the response, the session and the
+// decision land in the store (off the request path; Close waits for them).
+func TestStoreRecordsSessions(t *testing.T) {
+	up := httptest.NewServer(&recorder{})
+	defer up.Close()
+	db := filepath.Join(t.TempDir(), "rcm.db")
+	cfg := Config{Upstream: up.URL + "/v1", DB: db}
+	cfg.Validate()
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	body, hdr, path := capture(t, "subagent_request_with_parent_header")
+	for i := 0; i < 2; i++ {
+		resp := post(t, srv.URL+path, body, hdr)
+		io.Copy(io.Discard, resp.Body)
+	}
+	srv.Close()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := memory.Open(db, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, ok, err := st.Session(hdr.Get("X-Session-Id"))
+	if err != nil || !ok || s.Calls != 2 || s.Parent != hdr.Get("X-Parent-Session-Id") {
+		t.Fatalf("session %+v ok=%v err=%v", s, ok, err)
+	}
+	evs, err := st.Events(s.ID, 0)
+	if err != nil || len(evs) != 2 || evs[0].Kind != "subagent" || evs[0].Mode != "rcm" {
+		t.Fatalf("events %+v err=%v", evs, err)
 	}
 }

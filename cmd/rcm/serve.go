@@ -38,8 +38,15 @@ func serve(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	h := proxy.New(cfg, log)
-	defer h.Close()
+	h, err := proxy.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := h.Close(); err != nil {
+			log.Error("closing store", "err", err)
+		}
+	}()
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -50,7 +57,7 @@ func serve(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "mode", cfg.Mode, "threshold", cfg.Threshold)
+	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "mode", cfg.Mode, "threshold", cfg.Threshold, "db", cfg.DB)
 	select {
 	case err := <-errc:
 		return err

@@ -14,6 +14,7 @@ const usage = `rcm: a task-aware context manager for coding agents.
 
 Usage:
   rcm serve [flags]     run the proxy (rcm serve --help lists the flags)
+  rcm bench replay      replay recorded sessions through the proxy; model-free metrics
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
@@ -28,6 +29,8 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":
 		err = serve(args)
+	case "bench":
+		err = bench(args)
 	case "version", "--version", "-v":
 		fmt.Println("rcm", version)
 	case "help", "--help", "-h":

@@ -168,8 +168,9 @@ func (s *session) lexical(q *query, prof []profile, only []string) Decision {
 	for c, p := range cand {
 		probs[p.task] = scores[c] / sum * evidence
 	}
+	// "files" when file paths carry a good share of the winner's score.
 	method := MethodLexical
-	if top > 0 && files[best] > top/2 {
+	if top > 0 && files[best] >= top/3 {
 		method = MethodFiles
 	}
 	return Decision{Task: cand[best].task, Confidence: probs[cand[best].task], Method: method, Scores: probs}

@@ -1,6 +1,13 @@
 package router
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
 
 func mustNew(t testing.TB, cfg Config) *Router {
 	t.Helper()
@@ -9,4 +16,187 @@ func mustNew(t testing.TB, cfg Config) *Router {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// turn is a request and the bash commands that answer it.
+func turn(req string, cmds ...string) []msg {
+	ms := []msg{user(req)}
+	for k, c := range cmds {
+		id := "call_" + string(rune('a'+k))
+		ms = append(ms, toolCall(id, "bash", map[string]string{"command": c}), toolResult(id, "ok"))
+	}
+	return ms
+}
+
+func transcriptOf(t testing.TB, turns ...[]msg) *transcript.Transcript {
+	b := newBody("You are a coding agent.")
+	for _, tn := range turns {
+		b.add(tn...)
+	}
+	return parse(t, b.bytes(len(b.msgs)))
+}
+
+// threeTasks: two tasks in their checkouts, then a third turn under test.
+func threeTasks(t testing.TB, last []msg) *transcript.Transcript {
+	return transcriptOf(t,
+		turn("Fix the date parsing bug in /work/ws1: parse_http_date treats two-digit years wrong.",
+			"cd /work/ws1 && grep -n parse_http_date django/utils/http.py"),
+		turn("In /work/ws2 the admin changelist crashes on ordering by a related field; fix it.",
+			"cd /work/ws2 && grep -rn get_ordering django/contrib/admin/views/main.py"),
+		last)
+}
+
+func route(t testing.TB, r *Router, tr *transcript.Transcript, prior []Prior, opt Options) Plan {
+	t.Helper()
+	p, err := r.Route(context.Background(), tr, prior, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRouteSignals(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		last     []msg
+		opt      Options
+		task     string
+		method   string
+		fallback bool
+		keep     []int
+	}{
+		{"workspace named", turn("Back in /work/ws1: also handle four-digit years."), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
+		{"workspace as workdir", []msg{user("Now run the tests."), toolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"cd in a tool call", turn("Run the full test module please and tell me what fails.", "cd /work/ws1 && python -m pytest"), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
+		{"read filePath", []msg{user("Show me the changelist code again."), toolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodNew, false, []int{2}},
+		{"written tag", turn("[task: Auth-Fix] add a regression test for the validators"), Options{}, "auth-fix", MethodTag, false, []int{2}},
+		{"header tag wins", turn("[task: other] add a test"), Options{Task: "t1"}, "t1", MethodTag, false, []int{0, 2}},
+		{"follow-up", turn("yes please"), Options{}, "t2", MethodFollowUp, false, []int{1, 2}},
+		{"slash command", turn("/review"), Options{}, "t2", MethodFollowUp, false, []int{1, 2}},
+		{"files", turn("Can you open django/contrib/admin/views/main.py again and check it?"), Options{}, "t2", MethodFiles, false, []int{1, 2}},
+		{"lexical", turn("The parse_http_date two-digit years logic should follow RFC 7231 and compare with the current year."), Options{}, "t1", MethodLexical, false, []int{0, 2}},
+		{"ambiguous falls back", turn("Please write a short summary of everything you changed today for the changelog."), Options{}, "", "", true, []int{0, 1, 2}},
+		{"threshold override", turn("Back in /work/ws1: also handle four-digit years."), Options{Threshold: 1}, "t1", MethodWorkspace, true, []int{0, 1, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := route(t, mustNew(t, Config{}), threeTasks(t, c.last), nil, c.opt)
+			if c.task != "" && (p.Current.Task != c.task || p.Current.Method != c.method) {
+				t.Errorf("decision %+v, want %s by %s", p.Current, c.task, c.method)
+			}
+			if p.Fallback != c.fallback || !slices.Equal(p.Keep, c.keep) {
+				t.Errorf("fallback %v keep %v, want %v %v (%+v)", p.Fallback, p.Keep, c.fallback, c.keep, p.Current)
+			}
+			if p.Fallback != (p.Current.Confidence < max(c.opt.Threshold, DefaultThreshold)) || p.Current.Routed == p.Fallback {
+				t.Errorf("fallback %v inconsistent with %+v", p.Fallback, p.Current)
+			}
+		})
+	}
+}
+
+func TestRoutePriorAndRelabel(t *testing.T) {
+	r := mustNew(t, Config{})
+	// Earlier routed labels stay even when the signals say otherwise.
+	tr := threeTasks(t, turn("yes please"))
+	prior := []Prior{{Known: true, Task: "alpha", Confidence: 0.9, Routed: true}, {Known: true, Task: "alpha", Confidence: 0.85, Routed: true}}
+	p := route(t, r, tr, prior, Options{})
+	if p.Turns[0].Task != "alpha" || p.Turns[1].Method != MethodPrior || p.Current.Task != "alpha" {
+		t.Fatalf("prior labels not kept: %+v", p.Turns)
+	}
+	// The current turn routed before keeps its label.
+	prior = append(prior, Prior{Known: true, Task: "beta", Confidence: 0.81, Routed: true})
+	if p = route(t, r, tr, prior, Options{}); p.Current.Task != "beta" || p.Current.Method != MethodPrior {
+		t.Fatalf("routed current turn relabelled: %+v", p.Current)
+	}
+	// A fallback current turn is relabelled once its tool calls show the checkout.
+	tr = threeTasks(t, turn("Please write a short summary of everything you changed today for the changelog."))
+	p = route(t, r, tr, nil, Options{})
+	if !p.Fallback {
+		t.Fatalf("want a fallback first: %+v", p.Current)
+	}
+	prior = []Prior{p.Turns[0].Prior(), p.Turns[1].Prior(), p.Turns[2].Prior()}
+	tr = threeTasks(t, turn("Please write a short summary of everything you changed today for the changelog.", "cd /work/ws2 && git diff"))
+	if p = route(t, r, tr, prior, Options{}); p.Fallback || p.Current.Task != "t2" || p.Current.Method != MethodWorkspace {
+		t.Fatalf("fallback turn not relabelled: %+v", p.Current)
+	}
+	// An earlier fallback turn keeps its guess and is always kept.
+	tr = transcriptOf(t,
+		turn("Fix the date parsing bug in /work/ws1.", "cd /work/ws1 && ls"),
+		turn("In /work/ws2 fix the admin crash.", "cd /work/ws2 && ls"),
+		turn("Please write a short summary of everything you changed today.", "cd /work/ws2 && git diff"),
+		turn("Back in /work/ws1: add the test."))
+	prior = []Prior{{Known: true, Task: "t1", Confidence: 1, Routed: true}, {Known: true, Task: "t2", Confidence: 0.95, Routed: true}, {Known: true, Task: "t2", Confidence: 0.5}}
+	p = route(t, r, tr, prior, Options{})
+	if p.Turns[2].Task != "t2" || p.Turns[2].Routed || !slices.Equal(p.Keep, []int{0, 2, 3}) {
+		t.Fatalf("earlier fallback turn: %+v keep %v", p.Turns[2], p.Keep)
+	}
+}
+
+func TestRouteColdHistoryAndIDs(t *testing.T) {
+	r := mustNew(t, Config{})
+	tr := threeTasks(t, turn("A new issue in /work/ws3: the none() bug."))
+	p := route(t, r, tr, nil, Options{})
+	got := []string{p.Turns[0].Task, p.Turns[1].Task, p.Turns[2].Task}
+	if !slices.Equal(got, []string{"t1", "t2", "t3"}) || p.Turns[0].Method != MethodNew {
+		t.Fatalf("ids %v", got)
+	}
+	// Ids known to the session are never reused.
+	if p = route(t, r, tr, nil, Options{Tasks: []string{"t7", "auth"}}); p.Turns[0].Task != "t8" {
+		t.Fatalf("new id after t7: %+v", p.Turns[0])
+	}
+}
+
+func TestRouteSummaryKept(t *testing.T) {
+	tr := transcriptOf(t,
+		[]msg{user("What did we do so far?"), {Role: "assistant", Content: "We fixed the date bug in /work/ws1 and started the admin crash in /work/ws2."}},
+		turn("Fix the date parsing bug in /work/ws1.", "cd /work/ws1 && ls"),
+		turn("In /work/ws2 fix the admin crash.", "cd /work/ws2 && ls"),
+		turn("Back in /work/ws1: add the test."))
+	if tr.Turns[0].Kind != transcript.Summary {
+		t.Fatal("fixture: first turn is not a summary")
+	}
+	p := route(t, mustNew(t, Config{}), tr, nil, Options{})
+	if p.Turns[0].Method != MethodSummary || p.Current.Task != "t1" || !slices.Equal(p.Keep, []int{0, 1, 3}) {
+		t.Fatalf("summary: %+v keep %v", p.Turns, p.Keep)
+	}
+}
+
+func TestRouteErrors(t *testing.T) {
+	r := mustNew(t, Config{})
+	ctx := context.Background()
+	if _, err := r.Route(ctx, nil, nil, Options{}); !errors.Is(err, ErrNoTurn) {
+		t.Errorf("nil transcript: %v", err)
+	}
+	b := newBody("You are a title generator. You output ONLY a thread title.")
+	b.add(user("hello"))
+	if _, err := r.Route(ctx, parse(t, b.bytes(2)), nil, Options{}); !errors.Is(err, ErrSideCall) {
+		t.Errorf("title call: %v", err)
+	}
+	tr := transcriptOf(t, turn("hello"))
+	if _, err := r.Route(ctx, tr, make([]Prior, 2), Options{}); err == nil {
+		t.Error("too many priors accepted")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{}, true},
+		{Config{Threshold: 0.5, Model: "m", BaseURL: "http://127.0.0.1:1/v1", Timeout: 1}, true},
+		{Config{Threshold: 1.5}, false},
+		{Config{Threshold: -0.1}, false},
+		{Config{Timeout: -1}, false},
+		{Config{Model: "m", BaseURL: "ftp://x"}, false},
+		{Config{Model: "m", BaseURL: "::"}, false},
+		{Config{APIKey: "k"}, false},
+	} {
+		if err := c.cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("%+v: %v", c.cfg, err)
+		}
+	}
+	if r := mustNew(t, Config{}); r.Threshold() != DefaultThreshold {
+		t.Errorf("default threshold %v", r.Threshold())
+	}
 }

@@ -9,8 +9,8 @@ import "strings"
 const (
 	queryCap    = 16384 // bytes of the request being classified
 	requestCap  = 4096  // bytes of an earlier request
-	argumentCap = 320  // bytes of one tool call's arguments
-	callsCap    = 16   // tool calls read per turn: the first and the last halves
+	argumentCap = 320   // bytes of one tool call's arguments
+	callsCap    = 16    // tool calls read per turn: the first and the last halves
 )
 
 // term is a hashed lexical token. File paths are hashed with a different

@@ -1,0 +1,60 @@
+package router
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+func FuzzTagFollowUp(f *testing.F) {
+	for _, s := range []string{"[task: a] x", "[task:", "[TASK : b]", "/review", "yes please", "<command-name>/x</command-name>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if tag := Tag(s); tag != "" && !validName(tag) {
+			t.Fatalf("Tag(%q) = invalid %q", s, tag)
+		}
+		FollowUp(s)
+	})
+}
+
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{`{"command":"cd /work/ws3 && ls","workdir":"/work/ws3"}`, "/home/u/p/x.go", "//x", `a\`, "/a//b/c", "x.py."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var r roots
+		scan(s, &r)
+		for _, p := range r.all {
+			if root, _ := splitRoot(p); root != "" && (root[0] != '/' || len(root) > len(p)) {
+				t.Fatalf("root %q of %q", root, p)
+			}
+		}
+	})
+}
+
+// FuzzRoute: any chat body the transcript package accepts routes without
+// panicking, with one decision per turn and keep indexes in range.
+func FuzzRoute(f *testing.F) {
+	f.Add([]byte(`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"in /work/ws1 fix x"},{"role":"assistant","content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{\"workdir\":\"/work/ws2\"}"}}]},{"role":"tool","tool_call_id":"a","content":"ok"},{"role":"user","content":"yes"}]}`), uint8(1))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"[task: a] x"},{"role":"user","content":"What did we do so far?"},{"role":"assistant","content":"s"}]}`), uint8(0))
+	r := mustNew(f, Config{})
+	f.Fuzz(func(t *testing.T, body []byte, known uint8) {
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		if err != nil {
+			return
+		}
+		prior := make([]Prior, min(int(known)%4, len(tr.Turns)))
+		for i := range prior {
+			prior[i] = Prior{Known: true, Task: "t1", Confidence: 0.9, Routed: i%2 == 0}
+		}
+		p, err := r.Route(context.Background(), tr, prior, Options{})
+		if err != nil {
+			return
+		}
+		if len(p.Turns) != len(tr.Turns) || len(p.Keep) == 0 || p.Keep[len(p.Keep)-1] != len(tr.Turns)-1 {
+			t.Fatalf("plan %+v for %d turns", p, len(tr.Turns))
+		}
+	})
+}

@@ -2,13 +2,13 @@ package proxy
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -26,10 +26,18 @@ type assembly struct {
 	body       []byte                 // what goes upstream
 	task       string
 	confidence float64
+	method     string
 	routed     bool // a routing decision was made (task/confidence valid)
 	fallback   string
 	tokensIn   int
 	tokensOut  int
+
+	// Routing state kept for the writes after the response.
+	plan       *router.Plan
+	fps        []transcript.Fingerprint
+	prior      []router.Prior
+	knownTasks []string
+	at         time.Time
 
 	resp    limitedBuffer
 	status  int
@@ -39,7 +47,7 @@ type assembly struct {
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone}
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() { a.tokensOut = compaction.Estimate(len(a.body)) }()
 
@@ -69,15 +77,10 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		return a
 	}
 	if err := h.route(r, a); err != nil {
-		a.body, a.fallback = body, FallbackError
+		a.body, a.fallback, a.routed, a.plan = body, FallbackError, false, nil
 		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
 	}
 	return a
-}
-
-// route decides the task of the call and rebuilds the body accordingly.
-func (h *Handler) route(r *http.Request, a *assembly) error {
-	return fmt.Errorf("%s mode: router not available", a.mode)
 }
 
 func (a *assembly) setHeaders(h http.Header) {
@@ -85,7 +88,9 @@ func (a *assembly) setHeaders(h http.Header) {
 		h.Set(HeaderSession, a.session)
 	}
 	if a.routed {
-		h.Set(HeaderTask, a.task)
+		if a.task != "" {
+			h.Set(HeaderTask, a.task)
+		}
 		h.Set(HeaderConfidence, strconv.FormatFloat(a.confidence, 'f', 3, 64))
 	}
 	h.Set(HeaderFallback, a.fallback)
@@ -106,19 +111,22 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 		return
 	}
 	parent := r.Header.Get("X-Parent-Session-Id")
-	now := time.Now()
 	h.after.Add(1)
 	go func() {
 		defer h.after.Done()
-		if err := h.record(a, parent, now); err != nil {
+		if err := h.record(a, parent); err != nil {
 			h.log.Warn("store update failed", "session", a.session, "err", err)
 		}
 	}()
 }
 
-// record writes what one call taught rcm: the session, the decision.
-func (h *Handler) record(a *assembly, parent string, now time.Time) error {
-	if err := h.store.Touch(a.session, parent, now); err != nil {
+// record writes what one call taught rcm: the session, the turns' labels,
+// the decision.
+func (h *Handler) record(a *assembly, parent string) error {
+	if err := h.store.Touch(a.session, parent, a.at); err != nil {
+		return err
+	}
+	if err := h.saveLabels(a); err != nil {
 		return err
 	}
 	kind := "unparsed"
@@ -126,7 +134,7 @@ func (h *Handler) record(a *assembly, parent string, now time.Time) error {
 		kind = a.transcript.Kind.String()
 	}
 	return h.store.AppendEvent(a.session, memory.Event{
-		At: now, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence,
+		At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 		Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 	})
 }

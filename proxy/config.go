@@ -58,6 +58,14 @@ type Config struct {
 	HeaderTimeout time.Duration `json:"header_timeout"`
 	// DialTimeout bounds connecting to the upstream. Default 10 s.
 	DialTimeout time.Duration `json:"dial_timeout"`
+
+	// RouterModel names the optional model classifier the router asks when
+	// its cheap signals are not confident; "" (default) disables it.
+	RouterModel string `json:"router_model"`
+	// RouterBaseURL is the classifier's OpenAI-compatible API ("" means
+	// https://api.openai.com/v1); RouterAPIKey its key (environment only).
+	RouterBaseURL string `json:"router_base_url"`
+	RouterAPIKey  string `json:"-"`
 }
 
 // Defaults of Config.

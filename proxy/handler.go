@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -43,6 +44,7 @@ type Handler struct {
 	client *http.Client
 	log    *slog.Logger
 	store  *memory.Store
+	router *router.Router
 
 	// after tracks work done after a response (store writes) so that Close
 	// waits for it before the store is closed.
@@ -55,6 +57,15 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	rt, err := router.New(router.Config{
+		Threshold: cfg.Threshold,
+		Model:     cfg.RouterModel,
+		BaseURL:   cfg.RouterBaseURL,
+		APIKey:    cfg.RouterAPIKey,
+	})
+	if err != nil {
+		return nil, err
+	}
 	store, err := memory.Open(cfg.DB, memory.Options{})
 	if err != nil {
 		return nil, err
@@ -64,6 +75,7 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 		client: &http.Client{Transport: newTransport(&cfg), CheckRedirect: noRedirect},
 		log:    log,
 		store:  store,
+		router: rt,
 	}, nil
 }
 

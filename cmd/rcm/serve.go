@@ -26,6 +26,9 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "max-body", env: "RCM_MAX_BODY", help: "largest request body in bytes; larger ones get 413 (default 33554432, 32 MiB)", set: intOpt(&c.MaxBody)},
 		{flag: "header-timeout", env: "RCM_HEADER_TIMEOUT", help: "longest wait for the upstream's response headers before 504 (default 10m)", set: durationOpt(&c.HeaderTimeout)},
 		{flag: "dial-timeout", env: "RCM_DIAL_TIMEOUT", help: "longest wait to connect to the upstream before 502 (default 10s)", set: durationOpt(&c.DialTimeout)},
+		{flag: "router-model", env: "RCM_ROUTER_MODEL", help: "model the router asks when its cheap signals are not confident (default: none, cheap signals only)", set: stringOpt(&c.RouterModel)},
+		{flag: "router-base-url", env: "RCM_ROUTER_BASE_URL", help: "OpenAI-compatible API of the router's model (default https://api.openai.com/v1)", set: stringOpt(&c.RouterBaseURL)},
+		{flag: "router-api-key", env: "RCM_ROUTER_API_KEY", help: "key for the router's model; prefer the environment variable", set: stringOpt(&c.RouterAPIKey), secret: true},
 	}
 }
 

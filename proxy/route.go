@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// route decides the task of the call and rebuilds the body to forward only
+// that task's turns. Labels come from the store (read in one View); new
+// decisions are kept on the assembly and written after the response.
+func (h *Handler) route(r *http.Request, a *assembly) error {
+	t := a.transcript
+	fps := t.Fingerprints()
+	prior := make([]router.Prior, len(fps))
+	var known []string
+	if a.session != "" {
+		labels, found, err := h.store.Labels(a.session, fps)
+		if err != nil {
+			return fmt.Errorf("load labels: %w", err)
+		}
+		for i, l := range labels {
+			if found[i] {
+				prior[i] = router.Prior{Known: true, Task: l.Task, Confidence: l.Confidence, Method: l.Method, Routed: l.Routed}
+			}
+		}
+		tasks, err := h.store.Tasks(a.session)
+		if err != nil {
+			return fmt.Errorf("load tasks: %w", err)
+		}
+		for _, tk := range tasks {
+			known = append(known, tk.ID)
+		}
+	}
+	plan, err := h.router.Route(r.Context(), t, prior, router.Options{
+		Threshold: a.threshold,
+		Task:      r.Header.Get(HeaderTask),
+		Tasks:     known,
+	})
+	if err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	a.plan = &plan
+	a.fps = fps
+	a.prior = prior
+	a.knownTasks = known
+	a.task, a.confidence, a.method, a.routed = plan.Current.Task, plan.Current.Confidence, plan.Current.Method, true
+	if plan.Fallback {
+		// Z_t is every task: the history goes out whole, as the harness sent it.
+		a.fallback = FallbackThreshold
+		return nil
+	}
+	edit := transcript.Edit{Keep: t.Keep(plan.Keep)}
+	if a.mode == RCM {
+		if edit, err = h.remember(r.Context(), a, edit); err != nil {
+			return err
+		}
+	}
+	body, err := t.Rebuild(edit)
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	a.body = body
+	return nil
+}
+
+// remember adds what rcm mode adds to a routed context (the task's state
+// record; fitting to the budget). Until the record and compaction steps are
+// wired it forwards the routed history as router mode does.
+func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) (transcript.Edit, error) {
+	return e, nil
+}
+
+// saveLabels persists the decisions of this call that the store does not
+// hold yet (or that were fallbacks), and any task seen for the first time.
+func (h *Handler) saveLabels(a *assembly) error {
+	if a.plan == nil {
+		return nil
+	}
+	var fps []transcript.Fingerprint
+	var labels []memory.Label
+	for i, d := range a.plan.Turns {
+		p := a.prior[i]
+		if d.Task == "" || p.Known && p.Routed || p.Known && p.Task == d.Task && p.Routed == d.Routed {
+			continue
+		}
+		fps = append(fps, a.fps[i])
+		labels = append(labels, memory.Label{Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed, At: a.at})
+	}
+	if len(fps) > 0 {
+		if err := h.store.PutLabels(a.session, fps, labels); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range a.knownTasks {
+		seen[id] = true
+	}
+	for _, d := range a.plan.Turns {
+		if d.Task != "" && !seen[d.Task] {
+			seen[d.Task] = true
+			if err := h.store.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

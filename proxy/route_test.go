@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// session builds an OpenCode-style body from the real capture's system
+// prompt and tools plus one turn per request, each working in its checkout
+// through a bash tool call, as a switch session does.
+func sessionBody(t *testing.T, requests []string, dirs []string) []byte {
+	t.Helper()
+	base, _, _ := capture(t, "first_agent_request")
+	msgs := []any{json.RawMessage(gjson.GetBytes(base, "messages.0").Raw)}
+	for i, req := range requests {
+		msgs = append(msgs, map[string]any{"role": "user", "content": req})
+		if i == len(requests)-1 {
+			break
+		}
+		id := fmt.Sprintf("call_%d", i%2) // ids repeat across turns, as they do in real sessions
+		args, _ := json.Marshal(map[string]string{"command": "git status", "workdir": dirs[i], "description": "status"})
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
+				"id": id, "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": "On branch main, work of request " + fmt.Sprint(i)},
+			map[string]any{"role": "assistant", "content": "Done with step " + fmt.Sprint(i)},
+		)
+	}
+	arr, _ := json.Marshal(msgs)
+	m := gjson.GetBytes(base, "messages")
+	out := append([]byte{}, base[:m.Index]...)
+	out = append(out, arr...)
+	return append(out, base[m.Index+len(m.Raw):]...)
+}
+
+func contents(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() == "user" {
+			out = append(out, m.Get("content").String())
+		}
+		return true
+	})
+	return out
+}
+
+func TestRouterModeDropsOtherTasks(t *testing.T) {
+	rec := &recorder{}
+	srv, _ := setup(t, rec, nil)
+	reqs := []string{
+		"In /work/ws1 fix the crash in the ORM query compiler",
+		"In /work/ws2 add a regression test for the URL validator",
+		"Back to /work/ws1: also handle empty lookups in the compiler",
+	}
+	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+	hdr := http.Header{"X-Session-Id": {"ses_route"}, "X-Rcm-Mode": {"router"}}
+	var firstTask string
+	for n := 1; n <= len(reqs); n++ {
+		body := sessionBody(t, reqs[:n], dirs)
+		resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+		io.Copy(io.Discard, resp.Body)
+		if resp.Header.Get(HeaderFallback) != FallbackNone {
+			t.Fatalf("call %d: fallback %q", n, resp.Header.Get(HeaderFallback))
+		}
+		if n == 1 {
+			firstTask = resp.Header.Get(HeaderTask)
+		}
+		got, _ := rec.last(t)
+		switch n {
+		case 1:
+			if string(got) != string(body) {
+				t.Fatal("call 1: a one-task context was changed")
+			}
+			continue
+		case 2:
+			if us := contents(got); len(us) != 1 || us[0] != reqs[1] || resp.Header.Get(HeaderTask) == firstTask {
+				t.Fatalf("call 2 opens a task: forwarded %q as %q", us, resp.Header.Get(HeaderTask))
+			}
+			continue
+		}
+		if resp.Header.Get(HeaderTask) != firstTask || resp.Header.Get(HeaderConfidence) == "" {
+			t.Fatalf("call 3: task %q (first %q) confidence %q", resp.Header.Get(HeaderTask), firstTask, resp.Header.Get(HeaderConfidence))
+		}
+		if us := contents(got); strings.Join(us, "|") != reqs[0]+"|"+reqs[2] {
+			t.Fatalf("forwarded requests %q", us)
+		}
+		if !strings.Contains(string(got), "work of request 0") || strings.Contains(string(got), "work of request 1") {
+			t.Fatal("tool traffic of the other task forwarded, or the task's own dropped")
+		}
+		if resp.Header.Get(HeaderTokensOut) >= resp.Header.Get(HeaderTokensIn) && len(got) >= len(body) {
+			t.Fatal("routed context not smaller")
+		}
+		// Everything but the messages array is byte-identical.
+		if gjson.GetBytes(got, "tools").Raw != gjson.GetBytes(body, "tools").Raw || gjson.GetBytes(got, "model").Raw != gjson.GetBytes(body, "model").Raw {
+			t.Fatal("fields outside messages changed")
+		}
+	}
+}
+
+func TestThresholdFallbackKeepsEverything(t *testing.T) {
+	rec := &recorder{}
+	srv, _ := setup(t, rec, nil)
+	// No checkout, tag or overlap: the last request cannot be placed.
+	reqs := []string{
+		"In /work/ws1 fix the crash in the ORM query compiler",
+		"In /work/ws2 add a regression test for the URL validator",
+		"What's the weather like?",
+	}
+	body := sessionBody(t, reqs, []string{"/work/ws1", "/work/ws2"})
+	hdr := http.Header{"X-Session-Id": {"ses_fallback"}, "X-Rcm-Mode": {"router"}, "X-Rcm-Threshold": {"0.99"}}
+	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	got, _ := rec.last(t)
+	if resp.Header.Get(HeaderFallback) != FallbackThreshold || string(got) != string(body) {
+		t.Fatalf("fallback %q, forwarded changed: %v", resp.Header.Get(HeaderFallback), string(got) != string(body))
+	}
+}
+
+func TestExplicitTaskHeader(t *testing.T) {
+	rec := &recorder{}
+	srv, _ := setup(t, rec, nil)
+	body := sessionBody(t, []string{"write the release notes"}, nil)
+	hdr := http.Header{"X-Session-Id": {"ses_tag"}, "X-Rcm-Mode": {"router"}, "X-Rcm-Task": {"notes"}}
+	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	if resp.Header.Get(HeaderTask) != "notes" {
+		t.Fatalf("task %q", resp.Header.Get(HeaderTask))
+	}
+	if _, req := rec.last(t); req.Header.Get(HeaderTask) != "" {
+		t.Fatal("X-RCM-Task leaked upstream")
+	}
+}

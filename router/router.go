@@ -46,7 +46,8 @@ type Decision struct {
 	Confidence float64
 	Method     string
 	// Scores are the candidate tasks' probabilities behind a lexical or
-	// model decision, or the chosen task alone.
+	// model decision, or the chosen task alone; nil for prior and summary
+	// decisions.
 	Scores map[string]float64
 	// Routed: the label is at or above the threshold (or was forwarded
 	// routed before) and is final. Persist it with the label.
@@ -134,8 +135,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 			d = Decision{Confidence: 1, Method: MethodSummary, Routed: true}
 		case i < len(prior) && prior[i].Known && (prior[i].Routed || i < last):
 			pr := prior[i]
-			d = Decision{Task: pr.Task, Confidence: pr.Confidence, Method: MethodPrior,
-				Scores: map[string]float64{pr.Task: pr.Confidence}, Routed: pr.Routed}
+			d = Decision{Task: pr.Task, Confidence: pr.Confidence, Method: MethodPrior, Routed: pr.Routed}
 		case i == last:
 			d = s.classify(i, strings.TrimSpace(opt.Task))
 			if d.Confidence < thr && r.model != nil {

@@ -1,0 +1,92 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// openCodeBody builds an OpenCode-style body of about size bytes: the system
+// prompt and tools of a real OpenCode capture, then turns of five tasks
+// interleaved, each turn a request and six tool calls with 2 KiB results.
+func openCodeBody(b *testing.B, size int) []byte {
+	raw, err := os.ReadFile("../../shared/opencode/first_agent_request.json")
+	if err != nil {
+		b.Skipf("OpenCode capture not found (clone shared/ beside the repository): %v", err)
+	}
+	var capture struct {
+		Body struct {
+			Model    string            `json:"model"`
+			Messages []json.RawMessage `json:"messages"`
+			Tools    json.RawMessage   `json:"tools"`
+		} `json:"body"`
+	}
+	if err := json.Unmarshal(raw, &capture); err != nil {
+		b.Fatal(err)
+	}
+	msgs := []json.RawMessage{capture.Body.Messages[0]}
+	total := len(raw)
+	output := strings.Repeat("django/db/models/query.py:1021: def _filter_or_exclude(self, negate, *args, **kwargs):\n", 24)
+	add := func(m msg) {
+		r, _ := json.Marshal(m)
+		msgs = append(msgs, r)
+		total += len(r)
+	}
+	for n := 0; total < size; n++ {
+		ws := fmt.Sprintf("/work/ws%d", n%5+1)
+		add(user(fmt.Sprintf("Stage %d of the issue in %s: QuerySet.none() on combined queries returns all results; "+
+			"keep the union semantics, add a regression test in tests/queries/test_qs_combinators.py and run it.", n/5+1, ws)))
+		for k := 0; k < 6; k++ {
+			id := fmt.Sprintf("call_%d_%d", n, k)
+			if k%2 == 0 {
+				add(toolCall(id, "bash", map[string]string{"command": "grep -n none django/db/models/query.py", "workdir": ws}))
+			} else {
+				add(toolCall(id, "read", map[string]string{"filePath": ws + "/django/db/models/sql/query.py"}))
+			}
+			add(toolResult(id, output))
+		}
+	}
+	add(user(strings.Repeat("The union of the two querysets should stay empty when none() is applied; check combinator handling. ", 10)))
+	body, err := json.Marshal(map[string]any{"model": capture.Body.Model, "messages": msgs, "tools": capture.Body.Tools, "stream": true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// BenchmarkRoute: one call whose earlier turns are labelled in the store
+// and whose current turn is new, without the model classifier.
+func BenchmarkRoute(b *testing.B) {
+	for _, size := range []int{256 << 10, 1 << 20, 4 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			body := openCodeBody(b, size)
+			tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := mustNew(b, Config{})
+			p, err := r.Route(context.Background(), tr, nil, Options{}) // cold: label the history
+			if err != nil {
+				b.Fatal(err)
+			}
+			prior := make([]Prior, len(tr.Turns)-1)
+			for i := range prior {
+				prior[i] = p.Turns[i].Prior()
+			}
+			b.ReportMetric(float64(len(tr.Turns)), "turns")
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := r.Route(context.Background(), tr, prior, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

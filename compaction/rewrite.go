@@ -1,0 +1,177 @@
+package compaction
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// TaskState is what Rewrite knows of one task of the session.
+type TaskState struct {
+	ID     string
+	Record memory.Record
+	Active bool // the task being worked on last
+}
+
+// Errors of Rewrite. With either, the returned Edit still keeps every
+// message unchanged, so a caller that fails open forwards the call as sent.
+var (
+	ErrNotCompaction = errors.New("compaction: not a compaction call")
+	ErrTasks         = errors.New("compaction: bad task list")
+)
+
+// conversationTag marks the harness's summarisation prompt: OpenCode puts
+// the conversation to summarise inside it.
+const conversationTag = "<conversation>"
+
+// Rewrite returns an Edit that turns the harness's compaction call t into a
+// task-aware one: the prompt (the last user message, holding <conversation>)
+// keeps its text and gets, appended, one <task> block per task with its
+// requirements verbatim and its unfinished items from the record, and the
+// instruction to answer with one "## Task <id>" section per task that keeps
+// every task's open state. Every other message, and every other field of
+// the prompt message, stays byte-identical.
+//
+// With fewer than two tasks there is nothing to keep apart: the Edit keeps
+// every message and replaces none. Task IDs must be non-empty and distinct.
+func Rewrite(t *transcript.Transcript, tasks []TaskState) (transcript.Edit, error) {
+	keep := transcript.Edit{Keep: keepAll(t)}
+	if t.Kind != transcript.Compaction {
+		return keep, fmt.Errorf("%w: kind %s", ErrNotCompaction, t.Kind)
+	}
+	if len(tasks) < 2 {
+		return keep, nil
+	}
+	seen := make(map[string]bool, len(tasks))
+	for _, ts := range tasks {
+		if ts.ID == "" || seen[ts.ID] {
+			return keep, fmt.Errorf("%w: empty or repeated id %q", ErrTasks, ts.ID)
+		}
+		seen[ts.ID] = true
+	}
+	i := prompt(t)
+	if i < 0 {
+		return keep, fmt.Errorf("%w: no user message holds %s", ErrNotCompaction, conversationTag)
+	}
+	raw, err := appendText(t.Messages[i].Raw, taskBrief(tasks))
+	if err != nil {
+		return keep, err
+	}
+	keep.Replace = map[int][]byte{i: raw}
+	return keep, nil
+}
+
+// prompt returns the index of the summarisation prompt, or -1.
+func prompt(t *transcript.Transcript) int {
+	for i := len(t.Messages) - 1; i >= 0; i-- {
+		m := &t.Messages[i]
+		if m.Role == "user" {
+			if strings.Contains(m.Text, conversationTag) {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// appendText adds text after a message's content: to the string itself, or
+// as a new text part when the content is an array of parts.
+func appendText(raw []byte, text string) ([]byte, error) {
+	c := gjson.GetBytes(raw, "content")
+	switch {
+	case c.Type == gjson.String:
+		return withContent(raw, c.Str+text)
+	case c.IsArray():
+		q, err := quote(text)
+		if err != nil {
+			return nil, fmt.Errorf("compaction: encode prompt: %w", err)
+		}
+		part := append(append([]byte(`{"type":"text","text":`), q...), '}')
+		out, err := sjson.SetRawBytes(raw, "content.-1", part)
+		if err != nil {
+			return nil, fmt.Errorf("compaction: append prompt part: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: prompt content is neither text nor parts", ErrNotCompaction)
+}
+
+// taskBrief is the text appended to the summarisation prompt. Requirements
+// and unfinished items go in tags, not bullets, so that multi-line ones
+// stay verbatim.
+func taskBrief(tasks []TaskState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n<tasks>\nThis conversation interleaves work on %d separate tasks. "+
+		"Each task's requirements (the user's requests, verbatim, oldest first) and its open items, as recorded so far:\n", len(tasks))
+	var ids, active []string
+	for _, ts := range tasks {
+		ids = append(ids, "## Task "+ts.ID)
+		if ts.Active {
+			active = append(active, ts.ID)
+		}
+		r := &ts.Record
+		fmt.Fprintf(&b, "\n<task id=%q", ts.ID)
+		if ts.Active {
+			b.WriteString(` active="true"`)
+		}
+		b.WriteString(">\n")
+		if r.Workspace != "" {
+			fmt.Fprintf(&b, "Workspace: %s\n", r.Workspace)
+		}
+		for _, q := range r.Requirements {
+			if q.Amends {
+				fmt.Fprintf(&b, "<requirement amends=\"true\">%s</requirement>\n", q.Text)
+			} else {
+				fmt.Fprintf(&b, "<requirement>%s</requirement>\n", q.Text)
+			}
+		}
+		for _, u := range r.Unfinished {
+			fmt.Fprintf(&b, "<unfinished>%s</unfinished>\n", u)
+		}
+		if len(r.FilesChanged) > 0 {
+			fmt.Fprintf(&b, "Files changed: %s\n", strings.Join(r.FilesChanged, ", "))
+		}
+		if lt := r.LastTest; lt != nil {
+			fmt.Fprintf(&b, "Last test: %s %s\n", lt.Cmd, lt.Outcome)
+		}
+		b.WriteString("</task>\n")
+	}
+	b.WriteString("</tasks>\n\n")
+	fmt.Fprintf(&b, "Output per task (this replaces the single summary structure above): the summary must keep the tasks apart. "+
+		"Write one section per task listed in <tasks>, in that order, each headed exactly `## Task <id>` (%s), "+
+		"and say nothing about a task outside its own section. Facts shared by every task, if any, go in a few bullets before the first task section. "+
+		"Inside each task section use these subsections:\n", strings.Join(ids, ", "))
+	b.WriteString(`### Objective
+- [what the user wants done in this task]
+### Requirements
+- [every requirement of this task, verbatim as listed in <tasks>, amendments included]
+### State
+- [completed, active and blocked work of this task]
+### Unfinished
+- [every open item of this task: those listed in <tasks> unless the conversation shows them done, and any new ones]
+### Next Move
+1. [the next concrete action for this task]
+### Relevant Files
+- [file or directory path: why it matters for this task]
+`)
+	b.WriteString("\nPreserve every task's open state, not only the latest one's: a task the conversation left earlier is still unfinished unless the conversation shows it done.")
+	if len(active) > 0 {
+		fmt.Fprintf(&b, " Last worked on: task %s.", strings.Join(active, ", task "))
+	}
+	return b.String()
+}
+
+// keepAll lists every message index of t.
+func keepAll(t *transcript.Transcript) []int {
+	k := make([]int, len(t.Messages))
+	for i := range k {
+		k[i] = i
+	}
+	return k
+}

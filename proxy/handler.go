@@ -45,6 +45,7 @@ type Handler struct {
 	log    *slog.Logger
 	store  *memory.Store
 	router *router.Router
+	admin  http.Handler // the inspector under /rcm/
 
 	// after tracks work done after a response (store writes) so that Close
 	// waits for it before the store is closed.
@@ -70,13 +71,15 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		cfg:    cfg,
 		client: &http.Client{Transport: newTransport(&cfg), CheckRedirect: noRedirect},
 		log:    log,
 		store:  store,
 		router: rt,
-	}, nil
+	}
+	h.admin = h.inspector()
+	return h, nil
 }
 
 // Close waits for the work that follows responses already sent, then closes
@@ -91,9 +94,8 @@ func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastRe
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
-	case r.URL.Path == "/rcm/healthz":
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"ok"}`+"\n")
+	case !ok && strings.HasPrefix(r.URL.Path, "/rcm/"):
+		h.admin.ServeHTTP(w, r)
 		return
 	case !ok:
 		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no route %s: model calls go to /v1/... (or /native/v1, /router/v1, /rcm/v1)", r.URL.Path)})

@@ -136,3 +136,45 @@ func TestExplicitTaskHeader(t *testing.T) {
 		t.Fatal("X-RCM-Task leaked upstream")
 	}
 }
+
+func TestInspector(t *testing.T) {
+	rec := &recorder{}
+	srv, h := setup(t, rec, nil)
+	reqs := []string{"In /work/ws1 fix the compiler crash", "In /work/ws2 add the validator test"}
+	hdr := http.Header{"X-Session-Id": {"ses_insp"}, "X-Rcm-Mode": {"router"}}
+	for n := 1; n <= 2; n++ {
+		resp := post(t, srv.URL+"/v1/chat/completions", sessionBody(t, reqs[:n], []string{"/work/ws1", "/work/ws2"}), hdr)
+		io.Copy(io.Discard, resp.Body)
+	}
+	h.after.Wait()
+	get := func(path string) (int, []byte) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	code, b := get("/rcm/sessions")
+	if code != 200 || gjson.GetBytes(b, "#").Int() != 1 || gjson.GetBytes(b, "0.id").String() != "ses_insp" {
+		t.Fatalf("sessions: %d %s", code, b)
+	}
+	code, b = get("/rcm/sessions/ses_insp")
+	var v SessionView
+	if err := json.Unmarshal(b, &v); err != nil || code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	if len(v.Tasks) != 2 || len(v.Events) != 2 || v.Events[1].Task != v.Tasks[1].ID || v.Events[1].Mode != "router" {
+		t.Fatalf("view %+v", v)
+	}
+	if code, _ = get("/rcm/sessions/nope"); code != 404 {
+		t.Fatalf("unknown session: %d", code)
+	}
+	if code, _ = get("/rcm/sessions/ses_insp?events=x"); code != 400 {
+		t.Fatalf("bad query: %d", code)
+	}
+	if code, _ = get("/rcm/healthz"); code != 200 {
+		t.Fatalf("healthz: %d", code)
+	}
+}

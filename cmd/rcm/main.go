@@ -15,6 +15,7 @@ const usage = `rcm: a task-aware context manager for coding agents.
 Usage:
   rcm serve [flags]     run the proxy (rcm serve --help lists the flags)
   rcm bench replay      replay recorded sessions through the proxy; model-free metrics
+  rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
@@ -31,6 +32,8 @@ func main() {
 		err = serve(args)
 	case "bench":
 		err = bench(args)
+	case "inspect":
+		err = inspect(args)
 	case "version", "--version", "-v":
 		fmt.Println("rcm", version)
 	case "help", "--help", "-h":

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/rcm-dev/rcm/memory"
+)
+
+// inspector serves rcm's own read-only view of its store under /rcm/. The
+// store's file is locked by the running proxy, so tools (rcm inspect) ask
+// here rather than opening it.
+func (h *Handler) inspector() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /rcm/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
+	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
+	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no inspector route %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
+	ss, err := h.store.Sessions()
+	if err != nil {
+		writeError(w, &Error{http.StatusInternalServerError, "store_error", err})
+		return
+	}
+	if ss == nil {
+		ss = []memory.Session{}
+	}
+	writeJSON(w, ss)
+}
+
+// SessionView is what the inspector shows of one session.
+type SessionView struct {
+	Session memory.Session  `json:"session"`
+	Tasks   []memory.Task   `json:"tasks"`
+	Records []memory.Record `json:"records"`
+	Events  []memory.Event  `json:"events"`
+}
+
+func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	limit := 100
+	if v := r.URL.Query().Get("events"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("events=%q: want a number", v)})
+			return
+		}
+		limit = n
+	}
+	s, ok, err := h.store.Session(id)
+	if err == nil && !ok {
+		writeError(w, &Error{http.StatusNotFound, "no_session", fmt.Errorf("no session %q", id)})
+		return
+	}
+	v := SessionView{Session: s}
+	if err == nil {
+		v.Tasks, err = h.store.Tasks(id)
+	}
+	if err == nil {
+		v.Records, err = h.store.Records(id)
+	}
+	if err == nil {
+		v.Events, err = h.store.Events(id, limit)
+	}
+	if err != nil {
+		writeError(w, &Error{http.StatusInternalServerError, "store_error", err})
+		return
+	}
+	writeJSON(w, v)
+}

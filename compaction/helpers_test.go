@@ -90,3 +90,7 @@ func chatBody(t testing.TB, ms []msg) []byte {
 	}
 	return b
 }
+
+func editWith(keep []int, replace map[int][]byte) transcript.Edit {
+	return transcript.Edit{Keep: keep, Replace: replace}
+}

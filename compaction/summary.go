@@ -1,0 +1,208 @@
+package compaction
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// SplitSummary attributes a task-aware summary (the answer to a call that
+// Rewrite rewrote) to its tasks: it returns, for each id of taskIDs that has
+// a "Task <id>" heading, the text of its section, heading line included.
+//
+// Headings of any level count ("# Task a", "### Task: `a`", "## **Task
+// a** (active)"); a section runs to the next heading of the same or a
+// higher level. Headings inside code fences do not count. An id matches
+// exactly, else case-insensitively; of ids that are prefixes of one another
+// the longest wins. A task whose heading appears twice gets both sections,
+// joined; a task with no section has no key; headings of unknown tasks are
+// ordinary text of whatever section holds them.
+func SplitSummary(summary string, taskIDs []string) map[string]string {
+	sections, _, _ := split(summary, taskIDs)
+	return sections
+}
+
+// split does SplitSummary's work and also returns the general text, that
+// outside every task section, and whether any task section was found.
+func split(summary string, ids []string) (sections map[string]string, general string, found bool) {
+	sections = make(map[string]string)
+	var gen, cur strings.Builder
+	task, level := "", 0
+	closeTask := func() {
+		if task == "" {
+			return
+		}
+		s := strings.TrimRightFunc(cur.String(), unicode.IsSpace)
+		if prev, ok := sections[task]; ok {
+			s = prev + "\n\n" + s
+		}
+		sections[task] = s
+		cur.Reset()
+		task = ""
+	}
+	fence := ""
+	for rest := summary; rest != ""; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i+1], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if f := fenceOf(line); f != "" && (fence == "" || strings.HasPrefix(f, fence)) {
+			if fence == "" {
+				fence = f
+			} else {
+				fence = ""
+			}
+		} else if fence == "" {
+			if lv, title := headingOf(line); lv > 0 {
+				if id := taskOf(title, ids); id != "" {
+					closeTask()
+					task, level, found = id, lv, true
+				} else if task != "" && lv <= level {
+					closeTask()
+				}
+			}
+		}
+		if task != "" {
+			cur.WriteString(line)
+		} else {
+			gen.WriteString(line)
+		}
+	}
+	closeTask()
+	return sections, strings.TrimSpace(gen.String()), found
+}
+
+// fenceOf returns the fence marker (``` or ~~~, as long as written) that
+// opens or closes a code block on line, or "".
+func fenceOf(line string) string {
+	s := strings.TrimLeft(line, " ")
+	if len(line)-len(s) > 3 || len(s) < 3 || (s[0] != '`' && s[0] != '~') {
+		return ""
+	}
+	n := 0
+	for n < len(s) && s[n] == s[0] {
+		n++
+	}
+	if n < 3 {
+		return ""
+	}
+	return s[:n]
+}
+
+// headingOf returns the level and title of a Markdown ATX heading line, or
+// level 0.
+func headingOf(line string) (int, string) {
+	s := strings.TrimLeft(line, " ")
+	if len(line)-len(s) > 3 {
+		return 0, ""
+	}
+	n := 0
+	for n < len(s) && s[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || (n < len(s) && s[n] != ' ' && s[n] != '\t' && s[n] != '\n' && s[n] != '\r') {
+		return 0, ""
+	}
+	title := strings.TrimSpace(s[n:])
+	title = strings.TrimSpace(strings.TrimRight(title, "#"))
+	return n, title
+}
+
+// taskOf returns the id of taskIDs that heading title names ("Task <id>",
+// decorations allowed), or "".
+func taskOf(title string, ids []string) string {
+	s := strings.TrimLeft(title, "*_ ")
+	if len(s) < 5 || !strings.EqualFold(s[:4], "task") {
+		return ""
+	}
+	s = s[4:]
+	t := strings.TrimLeft(s, " \t:#")
+	if len(t) == len(s) {
+		return "" // "Tasks", "Taskbar": not a task heading
+	}
+	t = strings.TrimLeft(t, "`'\"*_")
+	best := ""
+	for pass := 0; pass < 2 && best == ""; pass++ {
+		for _, id := range ids {
+			if len(id) <= len(best) || len(id) > len(t) {
+				continue
+			}
+			match := t[:len(id)] == id
+			if pass == 1 {
+				match = strings.EqualFold(t[:len(id)], id)
+			}
+			if match && boundary(t[len(id):]) {
+				best = id
+			}
+		}
+	}
+	return best
+}
+
+// boundary reports whether an id may end where rest begins.
+func boundary(rest string) bool {
+	if rest == "" {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-./", r)
+}
+
+// ScopeSummary scopes the post-compaction summary, for a call about task,
+// to that task: turn is the index of a Summary turn of t, sections the
+// summary's per-task sections (as SplitSummary returned them when the
+// summary came back). It returns a Replace for the summary's assistant
+// message holding the summary's general text (that outside every task
+// section) and task's section only; when the summary has no section for
+// task, the general text and a note saying so. It returns false, and the
+// summary is to be kept whole, when the turn is no Summary turn or the
+// summary has no per-task sections.
+func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[string]string) (map[int][]byte, bool) {
+	if turn < 0 || turn >= len(t.Turns) || t.Turns[turn].Kind != transcript.Summary || len(sections) == 0 {
+		return nil, false
+	}
+	tr := t.Turns[turn]
+	answer := -1
+	for i := tr.Start + 1; i < tr.End; i++ {
+		if t.Messages[i].Role == "assistant" {
+			answer = i
+			break
+		}
+	}
+	if answer < 0 {
+		return nil, false
+	}
+	ids := make([]string, 0, len(sections)+1)
+	for id := range sections {
+		ids = append(ids, id)
+	}
+	if _, ok := sections[task]; !ok {
+		ids = append(ids, task)
+	}
+	sort.Strings(ids)
+	parsed, general, found := split(t.Messages[answer].Text, ids)
+	if !found {
+		return nil, false
+	}
+	own := sections[task]
+	if strings.TrimSpace(own) == "" {
+		own = parsed[task]
+	}
+	if strings.TrimSpace(own) == "" {
+		own = "[rcm: the summary has no section for task " + task + "; other tasks' sections omitted]"
+	}
+	text := own
+	if general != "" {
+		text = general + "\n\n" + own
+	}
+	raw, err := withContent(t.Messages[answer].Raw, text)
+	if err != nil {
+		return nil, false
+	}
+	return map[int][]byte{answer: raw}, true
+}

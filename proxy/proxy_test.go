@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -543,5 +544,50 @@ func TestStoreRecordsSessions(t *testing.T) {
 	evs, err := st.Events(s.ID, 0)
 	if err != nil || len(evs) != 2 || evs[0].Kind != "subagent" || evs[0].Mode != "rcm" {
 		t.Fatalf("events %+v err=%v", evs, err)
+	}
+}
+
+// TestDisconnectLeaksNothing: repeated mid-stream disconnects leave no
+// goroutine behind (the upstream reads and the copy loops all end).
+func TestDisconnectLeaksNothing(t *testing.T) {
+	rec := &recorder{answer: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}}
+	srv, h := setup(t, rec, nil)
+	body, hdr, path := capture(t, "continue_request")
+	client := &http.Client{Transport: &http.Transport{}}
+	run := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, bytes.NewReader(body))
+		req.Header = hdr.Clone()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufio.NewReader(resp.Body).ReadString('\n')
+		cancel()
+		resp.Body.Close()
+	}
+	settle := func() int {
+		client.CloseIdleConnections()
+		h.client.CloseIdleConnections()
+		h.after.Wait()
+		time.Sleep(50 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	run() // warm up: servers' own goroutines start once
+	base := settle()
+	for i := 0; i < 20; i++ {
+		run()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n := settle(); n > base; n = settle() {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines after 20 disconnects, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // bigBody grows a real OpenCode body to about size bytes by repeating its
 // turns with tool traffic, as a long session would.
 func bigBody(b *testing.B, size int) []byte {
-	body, _, _ := capture(b, "continue_request")
+	body, _, _ := load(b, "continue_request")
 	msgs := gjson.GetBytes(body, "messages")
 	var turns [][]byte
 	msgs.ForEach(func(_, m gjson.Result) bool {
@@ -62,7 +62,7 @@ func benchNative(b *testing.B, body []byte) {
 }
 
 func BenchmarkNativeSmall(b *testing.B) {
-	body, _, _ := capture(b, "title_request")
+	body, _, _ := load(b, "title_request")
 	benchNative(b, body)
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,32 +17,14 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/tidwall/gjson"
 )
 
-const captures = "../testdata/opencode"
-
-// capture loads a real OpenCode request: body bytes, headers and path.
-func capture(t testing.TB, name string) ([]byte, http.Header, string) {
-	t.Helper()
-	body, err := os.ReadFile(filepath.Join(captures, name+".body.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := os.ReadFile(filepath.Join(captures, name+".req.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := http.Header{}
-	gjson.GetBytes(meta, "headers").ForEach(func(_, kv gjson.Result) bool {
-		switch k := kv.Get("0").String(); k {
-		case "Host", "Content-Length", "Connection", "Accept-Encoding":
-		default:
-			h.Add(k, kv.Get("1").String())
-		}
-		return true
-	})
-	return body, h, gjson.GetBytes(meta, "path").String()
+// load reads a real OpenCode request: body bytes, headers and path.
+func load(tb testing.TB, name string) ([]byte, http.Header, string) {
+	r := capture.Load(tb, name)
+	return r.Body, r.Header, r.Path
 }
 
 // recorder is a fake upstream that records what it receives and answers
@@ -130,13 +111,8 @@ func post(t *testing.T, url string, body []byte, h http.Header) *http.Response {
 func TestNativeForwardsCapturesByteIdentical(t *testing.T) {
 	rec := &recorder{}
 	srv, _ := setup(t, rec, func(c *Config) { c.Mode = Native })
-	files, _ := filepath.Glob(filepath.Join(captures, "*.body.json"))
-	if len(files) < 10 {
-		t.Fatalf("only %d captures", len(files))
-	}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".body.json")
-		body, h, path := capture(t, name)
+	for _, name := range capture.Names(t) {
+		body, h, path := load(t, name)
 		h.Set("X-RCM-Mode", "native")
 		resp := post(t, srv.URL+path, body, h)
 		io.Copy(io.Discard, resp.Body)
@@ -170,7 +146,7 @@ func TestNativeForwardsCapturesByteIdentical(t *testing.T) {
 func TestModeSelection(t *testing.T) {
 	rec := &recorder{}
 	srv, _ := setup(t, rec, nil)
-	body, h, _ := capture(t, "continue_request")
+	body, h, _ := load(t, "continue_request")
 	cases := []struct {
 		path, header, want string
 		status             int
@@ -229,7 +205,7 @@ func TestSideCallsPassThrough(t *testing.T) {
 	rec := &recorder{}
 	srv, _ := setup(t, rec, nil)
 	for _, name := range []string{"title_request", "compaction_manual_request"} {
-		body, h, path := capture(t, name)
+		body, h, path := load(t, name)
 		resp := post(t, srv.URL+path, body, h)
 		io.Copy(io.Discard, resp.Body)
 		if got, _ := rec.last(t); !bytes.Equal(got, body) {
@@ -244,7 +220,7 @@ func TestSideCallsPassThrough(t *testing.T) {
 func TestBodyTooLarge(t *testing.T) {
 	rec := &recorder{}
 	srv, _ := setup(t, rec, func(c *Config) { c.MaxBody = 1000 })
-	body, h, path := capture(t, "title_request")
+	body, h, path := load(t, "title_request")
 	resp := post(t, srv.URL+path, body, h)
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "--max-body") {
@@ -267,7 +243,7 @@ func TestUpstreamErrorsPassIntact(t *testing.T) {
 		io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit"}}`)
 	}}
 	srv, _ := setup(t, rec, nil)
-	body, h, path := capture(t, "continue_request")
+	body, h, path := load(t, "continue_request")
 	resp := post(t, srv.URL+path, body, h)
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "0" {
@@ -287,7 +263,7 @@ func TestUnreachableUpstreamIs502(t *testing.T) {
 	ln.Close() // nothing listens there now
 	_, srv, _ := newHandler(t, Config{Upstream: "http://" + addr + "/v1"})
 	defer srv.Close()
-	body, h, path := capture(t, "continue_request")
+	body, h, path := load(t, "continue_request")
 	resp := post(t, srv.URL+path, body, h)
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusBadGateway || gjson.GetBytes(got, "error.code").String() != "upstream_unreachable" {
@@ -305,7 +281,7 @@ func TestSlowUpstreamIs504(t *testing.T) {
 		}
 	}}
 	srv, _ := setup(t, rec, func(c *Config) { c.HeaderTimeout = 50 * time.Millisecond })
-	body, h, path := capture(t, "continue_request")
+	body, h, path := load(t, "continue_request")
 	resp := post(t, srv.URL+path, body, h)
 	got, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusGatewayTimeout || gjson.GetBytes(got, "error.code").String() != "upstream_timeout" {
@@ -329,7 +305,7 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 		io.WriteString(w, "data: {\"n\":2}\n\ndata: [DONE]\n\n")
 	}}
 	srv, _ := setup(t, rec, nil)
-	body, h, path := capture(t, "continue_request")
+	body, h, path := load(t, "continue_request")
 	resp := post(t, srv.URL+path, body, h)
 	if resp.Header.Get("X-Accel-Buffering") != "no" || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("headers %v", resp.Header)
@@ -358,7 +334,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		close(cancelled)
 	}}
 	srv, _ := setup(t, rec, nil)
-	body, h, path := capture(t, "continue_request")
+	body, h, path := load(t, "continue_request")
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, bytes.NewReader(body))
 	req.Header = h
@@ -440,8 +416,8 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestSessionIdentity(t *testing.T) {
-	a, ha, _ := capture(t, "tool_result_request")
-	b, _, _ := capture(t, "continue_request")
+	a, ha, _ := load(t, "tool_result_request")
+	b, _, _ := load(t, "continue_request")
 	ha.Del("X-Session-Id")
 	ha.Del("X-Session-Affinity")
 	rec := &recorder{}
@@ -523,7 +499,7 @@ func TestStoreRecordsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	body, hdr, path := capture(t, "subagent_request_with_parent_header")
+	body, hdr, path := load(t, "subagent_request_with_parent_header")
 	for i := 0; i < 2; i++ {
 		resp := post(t, srv.URL+path, body, hdr)
 		io.Copy(io.Discard, resp.Body)
@@ -557,7 +533,7 @@ func TestDisconnectLeaksNothing(t *testing.T) {
 		<-r.Context().Done()
 	}}
 	srv, h := setup(t, rec, nil)
-	body, hdr, path := capture(t, "continue_request")
+	body, hdr, path := load(t, "continue_request")
 	client := &http.Client{Transport: &http.Transport{}}
 	run := func() {
 		ctx, cancel := context.WithCancel(context.Background())

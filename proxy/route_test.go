@@ -16,7 +16,7 @@ import (
 // through a bash tool call, as a switch session does.
 func sessionBody(t *testing.T, requests []string, dirs []string) []byte {
 	t.Helper()
-	base, _, _ := capture(t, "first_agent_request")
+	base, _, _ := load(t, "first_agent_request")
 	msgs := []any{json.RawMessage(gjson.GetBytes(base, "messages.0").Raw)}
 	for i, req := range requests {
 		msgs = append(msgs, map[string]any{"role": "user", "content": req})

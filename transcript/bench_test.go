@@ -11,7 +11,7 @@ import (
 // grow repeats the turns of a real OpenCode body until it is about size
 // bytes, each tool output padded as in a long session.
 func grow(b *testing.B, size int) []byte {
-	body, _, _ := capture(b, "continue_request")
+	body, _, _ := load(b, "continue_request")
 	msgs := gjson.GetBytes(body, "messages")
 	var arr bytes.Buffer
 	arr.WriteString("[" + msgs.Get("0").Raw)

@@ -12,44 +12,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/tidwall/gjson"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-const captures = "../testdata/opencode"
-
-// capture loads a real OpenCode request: body bytes and headers.
-func capture(t testing.TB, name string) ([]byte, http.Header, string) {
-	t.Helper()
-	body, err := os.ReadFile(filepath.Join(captures, name+".body.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := os.ReadFile(filepath.Join(captures, name+".req.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := http.Header{}
-	gjson.GetBytes(meta, "headers").ForEach(func(_, kv gjson.Result) bool {
-		h.Add(kv.Get("0").String(), kv.Get("1").String())
-		return true
-	})
-	return body, h, gjson.GetBytes(meta, "path").String()
+// load reads a real OpenCode request: body bytes, headers and path.
+func load(tb testing.TB, name string) ([]byte, http.Header, string) {
+	r := capture.Load(tb, name)
+	return r.Body, r.Header, r.Path
 }
 
 func chatCaptures(t *testing.T) []string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(captures, "*.req.json"))
 	var names []string
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".req.json")
-		if _, _, path := capture(t, name); path == "/v1/chat/completions" {
+	for _, name := range capture.Names(t) {
+		if _, _, path := load(t, name); path == "/v1/chat/completions" {
 			names = append(names, name)
 		}
 	}
 	if len(names) < 8 {
-		t.Fatalf("found %d chat captures in %s", len(names), captures)
+		t.Fatalf("found %d chat captures", len(names))
 	}
 	return names
 }
@@ -88,7 +72,7 @@ func clip(s string, n int) string {
 func TestGoldenCaptures(t *testing.T) {
 	for _, name := range chatCaptures(t) {
 		t.Run(name, func(t *testing.T) {
-			body, h, _ := capture(t, name)
+			body, h, _ := load(t, name)
 			tr, err := Parse(OpenAIChat, body, h)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +119,7 @@ func TestKinds(t *testing.T) {
 		"tool_result_request":                 Agent,
 	}
 	for name, kind := range want {
-		body, h, _ := capture(t, name)
+		body, h, _ := load(t, name)
 		tr, err := Parse(OpenAIChat, body, h)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -147,7 +131,7 @@ func TestKinds(t *testing.T) {
 }
 
 func TestSegmentation(t *testing.T) {
-	body, h, _ := capture(t, "continue_request")
+	body, h, _ := load(t, "continue_request")
 	tr, err := Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +140,7 @@ func TestSegmentation(t *testing.T) {
 	if tr.Preamble != 1 || len(tr.Turns) != 2 || tr.Turns[0] != (Turn{Request, 1, 5}) || tr.Turns[1] != (Turn{Request, 5, 6}) {
 		t.Fatalf("turns %+v preamble %d", tr.Turns, tr.Preamble)
 	}
-	body, h, _ = capture(t, "after_autocompaction_request")
+	body, h, _ = load(t, "after_autocompaction_request")
 	tr, err = Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +152,7 @@ func TestSegmentation(t *testing.T) {
 }
 
 func TestRebuildDropsWholeTurns(t *testing.T) {
-	body, h, _ := capture(t, "continue_request")
+	body, h, _ := load(t, "continue_request")
 	tr, err := Parse(OpenAIChat, body, h)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +216,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestUnsupportedFormats(t *testing.T) {
 	for _, name := range []string{"anthropic_messages_request", "responses_api_request"} {
-		body, h, path := capture(t, name)
+		body, h, path := load(t, name)
 		f, ok := FormatOf(path)
 		if !ok {
 			t.Fatalf("%s: %s not a model call", name, path)
@@ -258,8 +242,8 @@ func TestContentParts(t *testing.T) {
 }
 
 func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
-	a, h, _ := capture(t, "tool_result_request")
-	b, _, _ := capture(t, "continue_request")
+	a, h, _ := load(t, "tool_result_request")
+	b, _, _ := load(t, "continue_request")
 	ta, _ := Parse(OpenAIChat, a, h)
 	tb, _ := Parse(OpenAIChat, b, h)
 	fa, fb := ta.Fingerprints(), tb.Fingerprints()
@@ -276,7 +260,7 @@ func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
 
 func FuzzParseRebuild(f *testing.F) {
 	for _, name := range []string{"continue_request", "title_request", "after_autocompaction_request"} {
-		body, _, _ := capture(f, name)
+		body, _, _ := load(f, name)
 		f.Add(body)
 	}
 	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"model":"m"}`))

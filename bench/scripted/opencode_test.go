@@ -2,42 +2,29 @@ package scripted
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/capture"
 )
 
-// capture is a request OpenCode 1.18.33 sent, as stored in testdata.
-type capture struct {
-	Headers [][2]string     `json:"headers"`
-	Body    json.RawMessage `json:"body"`
-}
-
-func loadCapture(t testing.TB, name string) capture {
+// loadCapture reads a request OpenCode 1.18.33 sent (the repository's
+// testdata/opencode).
+func loadCapture(t testing.TB, name string) capture.Request {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c capture
-	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return capture.Load(t, strings.TrimSuffix(name, ".json"))
 }
 
 // replay sends a capture as OpenCode did (its headers but the transport's own).
-func replay(t *testing.T, url string, c capture) *http.Response {
+func replay(t *testing.T, url string, c capture.Request) *http.Response {
 	t.Helper()
 	var h []string
-	for _, kv := range c.Headers {
-		switch http.CanonicalHeaderKey(kv[0]) {
-		case "Host", "Content-Length", "Connection", "Accept-Encoding":
-		default:
-			h = append(h, kv[0], kv[1])
+	for k, vs := range c.Header {
+		for _, v := range vs {
+			h = append(h, k, v)
 		}
 	}
 	return post(t, url, c.Body, h...)

@@ -102,6 +102,27 @@ func (s *Server) Session(id string) []Recorded {
 	return out
 }
 
+// Take returns the requests whose x-session-id is id, in order, and forgets
+// them. A long-running user (rcm bench replay sends tens of thousands of
+// large bodies) takes each session's requests as it goes, so the server does
+// not hold every body it ever received.
+func (s *Server) Take(id string) []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Recorded
+	kept := s.requests[:0]
+	for _, r := range s.requests {
+		if r.Session == id {
+			out = append(out, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(s.requests[len(kept):])
+	s.requests = kept
+	return out
+}
+
 // Reset forgets recorded requests and queued replies and restores every
 // rule's Times, as if the server were new.
 func (s *Server) Reset() {

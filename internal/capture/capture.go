@@ -1,0 +1,69 @@
+// Package capture loads the real OpenCode requests kept in the repository's
+// testdata/opencode folder, for tests of every package that reads them.
+package capture
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// Dir is the folder of the captures.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "opencode")
+}
+
+// Request is one captured request.
+type Request struct {
+	Name   string
+	Method string
+	Path   string
+	Header http.Header // as OpenCode sent them, less the transport's own
+	Body   []byte      // exact bytes
+}
+
+// Load reads the capture called name (e.g. "continue_request").
+func Load(tb testing.TB, name string) Request {
+	tb.Helper()
+	body, err := os.ReadFile(filepath.Join(Dir(), name+".body.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	meta, err := os.ReadFile(filepath.Join(Dir(), name+".req.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := Request{Name: name, Header: http.Header{}, Body: body,
+		Method: gjson.GetBytes(meta, "method").String(), Path: gjson.GetBytes(meta, "path").String()}
+	gjson.GetBytes(meta, "headers").ForEach(func(_, kv gjson.Result) bool {
+		switch k := http.CanonicalHeaderKey(kv.Get("0").String()); k {
+		case "Host", "Content-Length", "Connection", "Accept-Encoding":
+		default:
+			r.Header.Add(k, kv.Get("1").String())
+		}
+		return true
+	})
+	return r
+}
+
+// Names lists every capture.
+func Names(tb testing.TB) []string {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(Dir(), "*.req.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no captures in %s: %v", Dir(), err)
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(filepath.Base(f), ".req.json")
+	}
+	sort.Strings(names)
+	return names
+}

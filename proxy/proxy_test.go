@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
 )
 

@@ -22,9 +22,23 @@ type Record struct {
 	Progress     []string      `json:"progress,omitempty"`
 	Unfinished   []string      `json:"unfinished,omitempty"`
 	Summary      string        `json:"summary,omitempty"` // optional model summary
+	// Observed is Observe's bookkeeping; Render ignores it.
+	Observed Cursor `json:"observed"`
 	// Version counts the writes of this record; the store sets it.
 	Version int       `json:"version"`
 	Updated time.Time `json:"updated"`
+}
+
+// Cursor tells Observe what the last turn it read added, so that reading
+// that turn again (the next call of the same turn, or the same call twice)
+// replaces those additions instead of repeating them.
+type Cursor struct {
+	Turn     string `json:"turn,omitempty"`     // hex fingerprint of the turn read last
+	Commands int    `json:"commands,omitempty"` // trailing Commands it added
+	Closing  bool   `json:"closing,omitempty"`  // whether the last Progress item is its closing text
+	// Done is how many leading Progress items come from the latest todo
+	// list (its completed items); the closing texts of turns follow them.
+	Done int `json:"done,omitempty"`
 }
 
 // Requirement is one request of a task.

@@ -1,0 +1,321 @@
+package compaction
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// session builds a compact body: a system prompt, then turns of a request,
+// an assistant tool call, its result of outBytes bytes and a closing
+// assistant text of textBytes bytes. Turn 0 can be the post-compaction recap.
+func session(t testing.TB, turns, outBytes, textBytes int, recap bool) []byte {
+	t.Helper()
+	ms := []msg{{Role: "system", Content: "You are opencode."}}
+	if recap {
+		ms = append(ms,
+			msg{Role: "user", Content: "What did we do so far?"},
+			msg{Role: "assistant", Content: "## Task a\n" + strings.Repeat("summary ", 700)},
+			msg{Role: "user", Content: "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."})
+	}
+	for i := range turns {
+		id := "call_" + strconv.Itoa(i)
+		ms = append(ms,
+			msg{Role: "user", Content: fmt.Sprintf("request %d: fix bug %d in pkg/p%d.go ", i, i, i) + strings.Repeat("é", 40)},
+			msg{Role: "assistant", ToolCalls: []call{toolCall(id, "bash", `{"command":"cat pkg/p.go"}`)}},
+			msg{Role: "tool", ToolCallID: id, Content: filler("out", i, outBytes)},
+			msg{Role: "assistant", Content: filler("text", i, textBytes)},
+		)
+	}
+	return chatBody(t, ms)
+}
+
+// filler is n bytes of distinct lines, with multi-byte runes so that cuts
+// must respect rune boundaries.
+func filler(kind string, i, n int) string {
+	var b strings.Builder
+	for l := 0; b.Len() < n; l++ {
+		fmt.Fprintf(&b, "%s %d line %d: ünïcödé ✓\n", kind, i, l)
+	}
+	s := b.String()[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+var marker = regexp.MustCompile(`\n\[rcm: cut (\d+) of (\d+) bytes of (tool output|assistant text)\]\n`)
+
+// checkFit verifies what Fit must always guarantee and returns the rebuilt
+// body.
+func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, rep Report, budget, current int) []byte {
+	t.Helper()
+	built, err := tr.Rebuild(out)
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if _, err := transcript.Parse(transcript.OpenAIChat, built, nil); err != nil {
+		t.Fatalf("rebuilt body does not parse: %v", err)
+	}
+	if got := Estimate(len(built)); rep.TokensAfter < got {
+		t.Fatalf("TokensAfter %d below the rebuilt body's %d", rep.TokensAfter, got)
+	}
+	if budget <= 0 || rep.TokensBefore <= budget {
+		if !reflect.DeepEqual(out, e) || rep.Condensed+rep.Dropped != 0 {
+			t.Fatalf("changed an edit that fits: %+v", rep)
+		}
+	}
+	if !slices.IsSorted(out.Keep) || !isSubset(out.Keep, e.Keep) {
+		t.Fatalf("keep %v not an ordered subset of %v", out.Keep, e.Keep)
+	}
+	inE := set(e.Keep)
+	inOut := set(out.Keep)
+	for ti, turn := range tr.Turns {
+		kept, lost := 0, 0
+		for i := turn.Start; i < turn.End; i++ {
+			m := &tr.Messages[i]
+			if !inE[i] {
+				continue
+			}
+			switch {
+			case inOut[i]:
+				kept++
+			case system(m.Role):
+				t.Fatalf("system message %d dropped", i)
+			default:
+				lost++
+			}
+			if !inOut[i] {
+				continue
+			}
+			raw := tr.Messages[i].Raw
+			if r, ok := e.Replace[i]; ok {
+				raw = r
+			}
+			newRaw := raw
+			if r, ok := out.Replace[i]; ok {
+				newRaw = r
+			}
+			if bytes.Equal(raw, newRaw) {
+				continue
+			}
+			if ti >= current || m.Role == "user" || system(m.Role) || turn.Kind == transcript.Summary {
+				t.Fatalf("turn %d message %d (%s) changed", ti, i, m.Role)
+			}
+			text := gjson.GetBytes(newRaw, "content").Str
+			sm := marker.FindStringSubmatch(text)
+			if sm == nil {
+				t.Fatalf("condensed message %d has no marker: %.200q", i, text)
+			}
+			cutN, _ := strconv.Atoi(sm[1])
+			total, _ := strconv.Atoi(sm[2])
+			if total != len(m.Text) || len(text)-len(sm[0])+cutN != total {
+				t.Fatalf("marker %q does not add up for %d bytes", sm[0], len(m.Text))
+			}
+			if !strings.HasPrefix(m.Text, text[:strings.Index(text, sm[0])]) || !strings.HasSuffix(m.Text, text[strings.Index(text, sm[0])+len(sm[0]):]) {
+				t.Fatalf("message %d: head or tail not kept verbatim", i)
+			}
+			if !gjson.ValidBytes(newRaw) || gjson.GetBytes(newRaw, "tool_call_id").Str != m.ToolCallID {
+				t.Fatalf("message %d: bad condensed JSON", i)
+			}
+		}
+		if kept > 0 && lost > 0 {
+			t.Fatalf("turn %d partly dropped (%d kept, %d lost)", ti, kept, lost)
+		}
+		if lost > 0 && ti >= current {
+			t.Fatalf("turn %d at or after current %d dropped", ti, current)
+		}
+	}
+	return built
+}
+
+func set(xs []int) map[int]bool {
+	m := make(map[int]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func isSubset(a, b []int) bool {
+	in := set(b)
+	for _, x := range a {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFit(t *testing.T) {
+	body := session(t, 6, 20000, 6000, true)
+	tr := parse(t, body)
+	if tr.Turns[0].Kind != transcript.Summary || len(tr.Turns) != 7 {
+		t.Fatalf("turns %+v", tr.Turns)
+	}
+	current := len(tr.Turns) - 1
+	full := Estimate(len(body))
+	memMsg := []byte(`{"role":"user","content":"Task a state (rcm memory)"}`)
+	memInsert := []transcript.Insert{{Before: tr.Turns[current].Start, Raw: memMsg}}
+	for _, c := range []struct {
+		name             string
+		e                transcript.Edit
+		budget           int
+		condensed, drops int
+		fits             bool
+		keptTurns        []int // turns with kept messages afterwards; nil: all of e's
+	}{
+		{name: "no limit", e: transcript.Edit{Keep: keepAll(tr)}, budget: 0, fits: true},
+		{name: "under budget", e: transcript.Edit{Keep: keepAll(tr)}, budget: full, fits: true},
+		{name: "condense two turns", e: transcript.Edit{Keep: keepAll(tr)}, budget: full - 2*(20000+6000-2*(keepHead+keepTail+64))/4 + 1, condensed: 2, fits: true},
+		{name: "condense all older", e: transcript.Edit{Keep: keepAll(tr)}, budget: full - 25000, condensed: 5, fits: true},
+		{name: "drop oldest requests, summary last", e: transcript.Edit{Keep: keepAll(tr)}, budget: 12000, condensed: 2, drops: 3, fits: true, keptTurns: []int{0, 4, 5, 6}},
+		{name: "drop everything older", e: transcript.Edit{Keep: keepAll(tr)}, budget: 100, drops: 6, keptTurns: []int{6}},
+		{name: "routed subset with memory insert", e: transcript.Edit{Keep: tr.Keep([]int{0, 2, 4, 6}), Insert: memInsert}, budget: 11000, condensed: 1, drops: 1, fits: true, keptTurns: []int{0, 4, 6}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			keep0, repl0 := slices.Clone(c.e.Keep), maps.Clone(c.e.Replace)
+			out, rep := Fit(tr, c.e, c.budget, current)
+			if !slices.Equal(keep0, c.e.Keep) || !maps.EqualFunc(repl0, c.e.Replace, bytes.Equal) {
+				t.Fatal("Fit modified its input edit")
+			}
+			built := checkFit(t, tr, c.e, out, rep, c.budget, current)
+			if rep.TokensAfter != Estimate(len(built)) {
+				t.Errorf("TokensAfter %d, rebuilt body %d", rep.TokensAfter, Estimate(len(built)))
+			}
+			if before, _ := tr.Rebuild(c.e); rep.TokensBefore != Estimate(len(before)) {
+				t.Errorf("TokensBefore %d, body %d", rep.TokensBefore, Estimate(len(before)))
+			}
+			if rep.Condensed != c.condensed || rep.Dropped != c.drops {
+				t.Errorf("condensed %d dropped %d, want %d and %d", rep.Condensed, rep.Dropped, c.condensed, c.drops)
+			}
+			if fits := c.budget == 0 || rep.TokensAfter <= c.budget; fits != c.fits {
+				t.Errorf("fits %v (%d tokens, budget %d)", fits, rep.TokensAfter, c.budget)
+			}
+			if c.keptTurns != nil {
+				inOut := set(out.Keep)
+				var got []int
+				for ti, turn := range tr.Turns {
+					if inOut[turn.Start] {
+						got = append(got, ti)
+					}
+				}
+				if !slices.Equal(got, c.keptTurns) {
+					t.Errorf("kept turns %v, want %v", got, c.keptTurns)
+				}
+			}
+			if c.e.Insert != nil && !bytes.Contains(built, memMsg) {
+				t.Error("inserted message lost")
+			}
+			again, rep2 := Fit(tr, c.e, c.budget, current)
+			if !reflect.DeepEqual(again, out) || rep2 != rep {
+				t.Error("not deterministic")
+			}
+		})
+	}
+}
+
+func TestFitRespectsReplacedAndCurrent(t *testing.T) {
+	body := session(t, 3, 9000, 0, false)
+	tr := parse(t, body)
+	// Turn 0's tool output is already replaced (e.g. by another rewrite):
+	// Fit must not cut it again. The current turn (1 here, not the last)
+	// and the turns after it stay whole.
+	repl := []byte(`{"role":"tool","tool_call_id":"call_0","content":"replaced"}`)
+	e := transcript.Edit{Keep: keepAll(tr), Replace: map[int][]byte{3: repl}}
+	out, rep := Fit(tr, e, 1000, 1)
+	checkFit(t, tr, e, out, rep, 1000, 1)
+	if rep.Condensed != 0 || rep.Dropped != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	if _, ok := out.Replace[3]; ok {
+		t.Error("replacement of a dropped message kept")
+	}
+	for i := tr.Turns[1].Start; i < len(tr.Messages); i++ {
+		if _, ok := out.Replace[i]; ok || !slices.Contains(out.Keep, i) {
+			t.Errorf("message %d of the current or a later turn touched", i)
+		}
+	}
+}
+
+func TestFitBadEdit(t *testing.T) {
+	tr := parse(t, session(t, 2, 9000, 0, false))
+	e := transcript.Edit{Keep: []int{0, 1, 1, 99}}
+	if out, rep := Fit(tr, e, 10, 1); !reflect.DeepEqual(out, e) || rep.Condensed+rep.Dropped != 0 {
+		t.Errorf("bad edit changed: %+v", rep)
+	}
+}
+
+func TestFitCaptures(t *testing.T) {
+	for _, name := range []string{"tool_result_request", "continue_request", "after_autocompaction_request", "compaction_manual_request"} {
+		tr := parse(t, capture(t, name))
+		e := transcript.Edit{Keep: keepAll(tr)}
+		current := len(tr.Turns) - 1
+		out, rep := Fit(tr, e, 1, current)
+		checkFit(t, tr, e, out, rep, 1, current)
+		if rep.Dropped != current {
+			t.Errorf("%s: dropped %d of %d older turns", name, rep.Dropped, current)
+		}
+	}
+}
+
+func FuzzFit(f *testing.F) {
+	for _, name := range []string{"tool_result_request", "continue_request", "after_autocompaction_request"} {
+		f.Add(capture(f, name), 50, 1, uint64(0xff))
+	}
+	f.Add(session(f, 4, 5000, 4500, true), 3000, 4, uint64(0b10111))
+	f.Add(session(f, 3, 4200, 0, false), 2500, 2, uint64(0b11))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"tool","content":5}]}`), 1, 1, uint64(1))
+	f.Fuzz(func(t *testing.T, body []byte, budget, current int, mask uint64) {
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		if err != nil {
+			return
+		}
+		var turns []int
+		for ti := range tr.Turns {
+			if ti == current || mask&(1<<(ti%64)) != 0 {
+				turns = append(turns, ti)
+			}
+		}
+		e := transcript.Edit{Keep: tr.Keep(turns)}
+		if len(tr.Turns) > 0 {
+			e.Insert = []transcript.Insert{{Before: tr.Turns[len(tr.Turns)-1].Start, Raw: []byte(`{"role":"user","content":"mem"}`)}}
+		}
+		out, rep := Fit(tr, e, budget%100000, current)
+		checkFit(t, tr, e, out, rep, budget%100000, current)
+		if rep.Condensed < 0 || rep.Dropped < 0 || rep.Dropped > len(tr.Turns) {
+			t.Fatalf("report %+v", rep)
+		}
+		if !json.Valid(body) {
+			t.Fatal("parsed a body that is not JSON")
+		}
+	})
+}
+
+func BenchmarkFit(b *testing.B) {
+	body := session(b, 48, 16000, 4000, true) // about 1 MB
+	tr := parse(b, body)
+	e := transcript.Edit{Keep: keepAll(tr)}
+	current := len(tr.Turns) - 1
+	budget := Estimate(len(body)) / 8 // condenses every older turn, then drops
+	if _, rep := Fit(tr, e, budget, current); rep.Condensed == 0 || rep.Dropped == 0 {
+		b.Fatalf("benchmark does not exercise both phases: %+v", rep)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for b.Loop() {
+		Fit(tr, e, budget, current)
+	}
+}

@@ -1,0 +1,153 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"html"
+
+	"github.com/rcm-dev/rcm/transcript"
+	bolt "go.etcd.io/bbolt"
+)
+
+// preface is the first line of the memory message: it tells the model what
+// the message is, so that it does not answer it as a request.
+const preface = "This is rcm's record of the state of this task, kept by the proxy from the conversation so far; it is context, not a new request."
+
+// Message returns the memory message of r: one complete chat message object,
+// {"role":"user","content":"<rcm-task-state task=\"ID\">\n...\n</rcm-task-state>"},
+// to splice into the messages array after the routed history and before the
+// current request. The content is the preface line and Render(r). With
+// maxTokens > 0 the whole object stays within maxTokens*4 bytes (tokens
+// estimated as bytes/4, escaping included), the requirements kept before
+// anything else. The same record always gives the same bytes.
+func Message(r Record, maxTokens int) []byte {
+	open := `<rcm-task-state task="` + html.EscapeString(r.Task) + `">` + "\n" + preface + "\n"
+	const end = "</rcm-task-state>"
+	budget := 0
+	if maxTokens > 0 {
+		budget = maxTokens - (len(open)+len(end)+32)/4
+		if budget < 1 {
+			budget = 1
+		}
+	}
+	for {
+		msg := encodeMessage(open + Render(r, budget) + end)
+		over := len(msg) - maxTokens*4
+		if maxTokens <= 0 || over <= 0 || budget == 1 {
+			return msg
+		}
+		// Escaping made it longer than estimated: shrink and render again.
+		budget = max(1, budget-(over+3)/4)
+	}
+}
+
+// encodeMessage writes {"role":"user","content":text} with encoding/json's
+// escaping (HTML characters left as they are, which JSON allows).
+func encodeMessage(text string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	// Encoding a struct of two strings cannot fail.
+	_ = enc.Encode(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{"user", text})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// maxFrozen is how many frozen messages each task keeps: the current turn's
+// and a few before it (a harness may retry an earlier turn).
+const maxFrozen = 4
+
+var bucketFrozen = []byte("frozen")
+
+// frozenKey is the task id, length-prefixed so that no task id is a prefix
+// of another's keys, followed by the turn fingerprint.
+func frozenKey(task string, fp transcript.Fingerprint) []byte {
+	k := binary.AppendUvarint(nil, uint64(len(task)))
+	k = append(k, task...)
+	return append(k, fp[:]...)
+}
+
+// Frozen returns the memory message frozen for the turn fp of task, so that
+// every call of one turn forwards the same bytes (a provider's prefix cache
+// keeps hitting), and whether there is one.
+func (s *Store) Frozen(session, task string, fp transcript.Fingerprint) ([]byte, bool, error) {
+	var msg []byte
+	err := s.view("frozen "+session+"/"+task, func(tx *bolt.Tx) error {
+		if b := sessionBucket(tx, session, bucketFrozen); b != nil {
+			if v := b.Get(frozenKey(task, fp)); len(v) >= 8 {
+				msg = bytes.Clone(v[8:]) // v is valid only inside the transaction
+			}
+		}
+		return nil
+	})
+	return msg, msg != nil, err
+}
+
+// PutFrozen freezes msg as the memory message of the turn fp of task. The
+// first message frozen for a turn stays: a later PutFrozen for the same turn
+// (two calls of the turn racing) keeps it, so that every call after the
+// first forwards the same bytes. Each task keeps the maxFrozen latest turns.
+func (s *Store) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
+	if err := checkID("session", session); err != nil {
+		return fmt.Errorf("memory: put frozen: %w", err)
+	}
+	if err := checkID("task", task); err != nil {
+		return fmt.Errorf("memory: put frozen: %w", err)
+	}
+	return s.batch("put frozen "+session+"/"+task, func(tx *bolt.Tx) error {
+		b, err := createSessionBucket(tx, session, bucketFrozen)
+		if err != nil {
+			return err
+		}
+		key := frozenKey(task, fp)
+		if b.Get(key) != nil {
+			return nil
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(msg)), seq)
+		if err := b.Put(key, append(v, msg...)); err != nil {
+			return err
+		}
+		return pruneFrozen(b, key[:len(key)-len(fp)])
+	})
+}
+
+// pruneFrozen deletes all but the maxFrozen newest entries under prefix.
+func pruneFrozen(b *bolt.Bucket, prefix []byte) error {
+	type entry struct {
+		key []byte
+		seq uint64
+	}
+	var es []entry
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) != len(prefix)+len(transcript.Fingerprint{}) {
+			continue
+		}
+		var seq uint64 // an entry too short to hold one is the oldest
+		if len(v) >= 8 {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		es = append(es, entry{bytes.Clone(k), seq})
+	}
+	for len(es) > maxFrozen {
+		oldest := 0
+		for i, e := range es {
+			if e.seq < es[oldest].seq {
+				oldest = i
+			}
+		}
+		if err := b.Delete(es[oldest].key); err != nil {
+			return err
+		}
+		es = append(es[:oldest], es[oldest+1:]...)
+	}
+	return nil
+}

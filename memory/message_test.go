@@ -1,0 +1,148 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+func decodeMessage(t *testing.T, msg []byte) (role, content string) {
+	t.Helper()
+	var m struct{ Role, Content string }
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("message %q is not a chat message: %v", msg, err)
+	}
+	return m.Role, m.Content
+}
+
+func TestMessage(t *testing.T) {
+	r := renderRecord()
+	r.Task = `t"1<`
+	msg := Message(r, 0)
+	if !bytes.Equal(msg, Message(r, 0)) {
+		t.Error("the same record gave different bytes")
+	}
+	if bytes.Contains(msg, []byte(`\u003c`)) {
+		t.Errorf("HTML-escaped: %s", msg)
+	}
+	role, content := decodeMessage(t, msg)
+	if role != "user" {
+		t.Errorf("role %q", role)
+	}
+	head := `<rcm-task-state task="t&#34;1&lt;">` + "\n" + preface + "\n"
+	if !strings.HasPrefix(content, head) || !strings.HasSuffix(content, "\n</rcm-task-state>") {
+		t.Errorf("content not wrapped:\n%s", content)
+	}
+	if got := strings.TrimSuffix(strings.TrimPrefix(content, head), "</rcm-task-state>"); got != Render(r, 0) {
+		t.Errorf("body is not Render(r):\n%s", got)
+	}
+	for _, q := range r.Requirements {
+		if first, _, _ := strings.Cut(q.Text, "\n"); !strings.Contains(content, first) {
+			t.Errorf("requirement %q missing", q.Text)
+		}
+	}
+}
+
+func TestMessageBounded(t *testing.T) {
+	r := renderRecord()
+	// Quotes and newlines grow under JSON escaping.
+	r.Requirements = append(r.Requirements, Requirement{Text: strings.Repeat("\"q\"\n", 300)})
+	full := Message(r, 0)
+	for _, tokens := range []int{1, 10, 50, 100, 200, 400, 1000, 100000} {
+		msg := Message(r, tokens)
+		_, content := decodeMessage(t, msg)
+		if len(msg) > tokens*4 && tokens >= 100 {
+			t.Errorf("%d tokens: %d bytes", tokens, len(msg))
+		}
+		if tokens >= 100 && !strings.Contains(content, item(r.Requirements[0].Text)) {
+			t.Errorf("%d tokens: the first requirement was not kept first", tokens)
+		}
+		if len(full) <= tokens*4 && !bytes.Equal(msg, full) {
+			t.Errorf("%d tokens: a message that fits was cut", tokens)
+		}
+	}
+}
+
+func TestFrozen(t *testing.T) {
+	s := openTest(t, Options{})
+	fpA := transcript.Fingerprint{1}
+	if _, ok, err := s.Frozen("s1", "t1", fpA); ok || err != nil {
+		t.Fatalf("empty store: %v %v", ok, err)
+	}
+	if err := s.PutFrozen("s1", "t1", fpA, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	// A racing call of the same turn does not replace what was frozen.
+	if err := s.PutFrozen("s1", "t1", fpA, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if msg, ok, err := s.Frozen("s1", "t1", fpA); !ok || err != nil || string(msg) != "first" {
+		t.Errorf("Frozen = %q %v %v, want first", msg, ok, err)
+	}
+	// Other sessions and tasks (also one whose id extends this one's) are apart.
+	for _, k := range [][2]string{{"s2", "t1"}, {"s1", "t"}, {"s1", "t1\x00"}} {
+		if _, ok, _ := s.Frozen(k[0], k[1], fpA); ok {
+			t.Errorf("%q sees s1/t1's message", k)
+		}
+	}
+	// Each task keeps the latest maxFrozen turns.
+	for i := 2; i <= 10; i++ {
+		if err := s.PutFrozen("s1", "t1", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutFrozen("s1", "t", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 10; i++ {
+		msg, ok, err := s.Frozen("s1", "t1", transcript.Fingerprint{byte(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i > 10-maxFrozen; ok != want || ok && msg[0] != byte(i) {
+			t.Errorf("turn %d: kept %v (%q), want %v", i, ok, msg, want)
+		}
+	}
+	if _, ok, _ := s.Frozen("s1", "t", transcript.Fingerprint{10}); !ok {
+		t.Error("task t lost its latest frozen message to t1's pruning")
+	}
+	if err := s.PutFrozen("", "t1", fpA, nil); err == nil {
+		t.Error("empty session accepted")
+	}
+	if err := s.PutFrozen("s1", "", fpA, nil); err == nil {
+		t.Error("empty task accepted")
+	}
+}
+
+func TestFrozenConcurrent(t *testing.T) {
+	s := openTest(t, Options{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				fp := transcript.Fingerprint{byte(j)}
+				if err := s.PutFrozen("s", "t", fp, []byte{byte(i)}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for j := range 20 {
+		if _, ok, _ := s.Frozen("s", "t", transcript.Fingerprint{byte(j)}); ok {
+			n++
+		}
+	}
+	if n != maxFrozen {
+		t.Errorf("%d frozen messages kept, want %d", n, maxFrozen)
+	}
+}

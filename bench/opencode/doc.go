@@ -13,7 +13,17 @@
 //     chosen by choosing the model ("native/m1" vs "rcm/m1");
 //   - Run and Server: `opencode run` for one-shot prompts, and `opencode
 //     serve` driven through its HTTP API (sessions, prompts, messages,
-//     summarize) for multi-turn sessions.
+//     summarize, abort) for multi-turn sessions.
+//
+// A typical driver:
+//
+//	bin, _ := opencode.Install(ctx, "", opencode.Version)
+//	env, _ := opencode.Env(home)
+//	opencode.Config{Proxy: "http://127.0.0.1:8787"}.Write(opencode.GlobalConfig(home))
+//	srv, _ := opencode.Start(ctx, bin, dir, env, 0)
+//	defer srv.Close()
+//	s, _ := srv.CreateSession(ctx, dir, "")
+//	msg, err := srv.Prompt(ctx, s.ID, dir, "rcm", "m1", "fix the failing test")
 //
 // Caveats: OpenCode's HTTP API is not versioned; the types here decode
 // only the fields rcm uses and were checked against Version. Even with

@@ -82,6 +82,9 @@ func Install(ctx context.Context, cacheDir, version string) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, marker), []byte(version+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("opencode: %w", err)
 	}
+	if bin, ok := installed(cacheDir); ok { // another process finished first
+		return bin, nil
+	}
 	os.RemoveAll(cacheDir) // an incomplete earlier attempt
 	if err := os.Rename(tmp, cacheDir); err != nil {
 		// Another process may have finished the same install first.
@@ -126,9 +129,9 @@ func npmInstall(ctx context.Context, npm, dir, version string) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("opencode: npm install opencode-ai@%s did not finish: %w (%w)", version, ctx.Err(), ErrUnreachable)
 	case unreachable(out.String()):
-		return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, ErrUnreachable, tail(out.String(), 800))
+		return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, ErrUnreachable, head(out.String(), 600))
 	}
-	return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, err, tail(out.String(), 800))
+	return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, err, head(out.String(), 600))
 }
 
 // networkCodes are the npm error codes of a registry that cannot be reached.
@@ -164,6 +167,16 @@ func verify(ctx context.Context, dir, version string) error {
 		return fmt.Errorf("opencode: installed binary reports version %q, want %q", got, version)
 	}
 	return nil
+}
+
+// head returns the first n bytes of s, for error messages (npm says what
+// went wrong first, then where its log is).
+func head(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
 }
 
 // tail returns the last n bytes of s, for error messages.

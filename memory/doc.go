@@ -2,8 +2,16 @@
 // sessions the proxy has seen, the task label of every turn (keyed by session
 // and transcript.Fingerprint), each session's tasks, the per-task state
 // records M_z, and an append-only, bounded log of routing decisions (events)
-// for the inspector. Render turns a record into the bounded text of the
-// memory message. It does no HTTP and knows nothing of wire formats.
+// for the inspector, and the memory message frozen per turn (Frozen,
+// PutFrozen) so that every call of a turn forwards the same bytes.
+//
+// It also builds the records: Record.Observe folds one model call (the
+// parsed request, the task's turns, the upstream answer, which ParseReply
+// reassembles from an SSE stream or a JSON completion) into a task's
+// record, deterministically and idempotently; Render and Message turn a
+// record into the bounded memory message; Summarizer optionally asks a
+// model (go-openai, the only HTTP here, off the request path) for a terse
+// progress summary. It never serves HTTP.
 //
 // Layout (schema version 1): a "meta" bucket with the schema version, a
 // "sessions" bucket (session id -> Session as JSON) and a "data" bucket with
@@ -29,4 +37,12 @@
 //     undecodable label by overwriting it.
 //   - A label stored with Routed set never changes (DESIGN.md's invariant);
 //     PutLabels silently keeps it.
+//   - Observe is a heuristic reader of what the agent did: files and
+//     commands come from known tools and a small shell lexer (no
+//     interpreter), exit codes only when the output shows them, amendments
+//     from a short list of phrases. OpenCode's todo list belongs to the
+//     session, not the task, so a record may show another task's todos.
+//     A turn is read when new, when current and once more after it ends;
+//     a turn the proxy never observed while it ran keeps only what its
+//     messages show at that point.
 package memory

@@ -355,18 +355,26 @@ func oneLine(s string, n int) string {
 	return clip(s, n)
 }
 
-var exitPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`), // mini-swe-agent
-	regexp.MustCompile(`(?i)\bexit(?:ed with)? (?:code|status):? ?(-?\d+)\b`),
-	regexp.MustCompile(`(?i)\bprocess exited with code (-?\d+)\b`),
+// exitPatterns find an exit status in a tool output; each runs only when
+// the output holds one of its needles (a cheap test that spares the regexp
+// engine nearly every output).
+var exitPatterns = []struct {
+	needles []string
+	re      *regexp.Regexp
+}{
+	{[]string{"</returncode>"}, regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`)}, // mini-swe-agent
+	{[]string{"xit", "XIT"}, regexp.MustCompile(`(?i)\bexit(?:ed with)? (?:code|status):? ?(-?\d+)\b`)},
 }
 
 // exitStatus returns the exit status a tool output shows, searching the
 // start and the end of the output only; nil when it shows none.
 func exitStatus(out string) *int {
 	for _, part := range windows(out) {
-		for _, re := range exitPatterns {
-			ms := re.FindAllStringSubmatch(part, -1)
+		for _, p := range exitPatterns {
+			if !slices.ContainsFunc(p.needles, func(n string) bool { return strings.Contains(part, n) }) {
+				continue
+			}
+			ms := p.re.FindAllStringSubmatch(part, -1)
 			if len(ms) == 0 {
 				continue
 			}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -39,17 +40,36 @@ type assembly struct {
 	knownTasks []string
 	at         time.Time
 
-	resp    limitedBuffer
-	status  int
-	latency time.Duration
+	// rcm mode: the memory message frozen for this turn, written after the
+	// response when this call rendered it; the budget fit.
+	freeze bool
+	frozen []byte
+	fit    compaction.Report
+
+	// release hands the call's writes to its session's write slot.
+	release func(fn func())
+
+	resp     limitedBuffer
+	sse      bool
+	status   int
+	complete bool // the whole answer reached the client
+	latency  time.Duration
 }
 
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(),
+		release: runNow}
 	a.tokensIn = compaction.Estimate(len(body))
-	defer func() { a.tokensOut = compaction.Estimate(len(a.body)) }()
+	defer func() {
+		// A bug in a pipeline step must not break the agent: fail open.
+		if p := recover(); p != nil {
+			h.log.Error("pipeline panic, forwarding unchanged", "session", a.session, "panic", p, "stack", string(debug.Stack()))
+			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, false
+		}
+		a.tokensOut = compaction.Estimate(len(a.body))
+	}()
 
 	if mode == Native {
 		// The baseline does no work it does not need: only a session without
@@ -69,8 +89,23 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		return a
 	}
 	a.transcript = t
+	if mode == Native {
+		return a
+	}
+	if !t.Kind.Side() || t.Kind == transcript.Compaction && mode == RCM {
+		// The session's previous call may still be writing what this one
+		// routes on. Title calls run beside agent calls: they neither wait
+		// nor make others wait.
+		h.writes.wait(r.Context(), a.session)
+		a.release = h.writes.begin(a.session)
+	}
 	switch {
-	case mode == Native:
+	case t.Kind == transcript.Compaction && mode == RCM:
+		a.fallback = FallbackSideCall
+		if err := h.rewriteCompaction(a); err != nil {
+			a.body, a.fallback = body, FallbackError
+			h.log.Warn("compaction rewrite failed, forwarding unchanged", "session", a.session, "err", err)
+		}
 		return a
 	case t.Kind.Side():
 		a.fallback = FallbackSideCall
@@ -105,19 +140,26 @@ func (a *assembly) response() *limitedBuffer {
 }
 
 // done runs after the response has been sent: store writes happen here, off
-// the request path, in the background; Close waits for them.
+// the request path, in the background, in the write slot the call reserved.
+// The caller added the call to h.after before the answer went out, so that
+// Close (and a test) waiting on it sees these writes.
 func (h *Handler) done(r *http.Request, a *assembly) {
-	if a.session == "" || a.status/100 != 2 {
-		return
-	}
+	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
-	h.after.Add(1)
-	go func() {
+	a.release(func() {
 		defer h.after.Done()
+		if !write {
+			return
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				h.log.Error("store update panic", "session", a.session, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		if err := h.record(a, parent); err != nil {
 			h.log.Warn("store update failed", "session", a.session, "err", err)
 		}
-	}()
+	})
 }
 
 // record writes what one call taught rcm: the session, the turns' labels,
@@ -129,6 +171,11 @@ func (h *Handler) record(a *assembly, parent string) error {
 	if err := h.saveLabels(a); err != nil {
 		return err
 	}
+	if a.mode == RCM && a.transcript != nil {
+		if err := h.observe(a); err != nil {
+			return err
+		}
+	}
 	kind := "unparsed"
 	if a.transcript != nil {
 		kind = a.transcript.Kind.String()
@@ -138,6 +185,9 @@ func (h *Handler) record(a *assembly, parent string) error {
 		Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 	})
 }
+
+// runNow runs a call's writes without ordering them after other calls'.
+func runNow(fn func()) { go fn() }
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.
 type limitedBuffer struct {

@@ -66,6 +66,20 @@ type Config struct {
 	// https://api.openai.com/v1); RouterAPIKey its key (environment only).
 	RouterBaseURL string `json:"router_base_url"`
 	RouterAPIKey  string `json:"-"`
+
+	// ContextTokens is the budget of a routed context in rcm mode: above
+	// it, older turns of the task are condensed (long tool outputs cut),
+	// then dropped. 0 (default) sets no budget.
+	ContextTokens int `json:"context_tokens"`
+	// MemoryTokens bounds the task's state record message. Default 2000.
+	MemoryTokens int `json:"memory_tokens"`
+	// MemoryModel names the optional model that summarises a task's
+	// progress after each turn, off the request path; "" (default) keeps
+	// the deterministic record only. MemoryBaseURL is its API ("" means
+	// https://api.openai.com/v1), MemoryAPIKey its key (environment only).
+	MemoryModel   string `json:"memory_model"`
+	MemoryBaseURL string `json:"memory_base_url"`
+	MemoryAPIKey  string `json:"-"`
 }
 
 // Defaults of Config.
@@ -76,6 +90,7 @@ const (
 	DefaultMaxBody       = 32 << 20
 	DefaultHeaderTimeout = 10 * time.Minute
 	DefaultDialTimeout   = 10 * time.Second
+	DefaultMemoryTokens  = 2000
 )
 
 // Validate fills zero fields with their defaults and reports the first
@@ -129,6 +144,12 @@ func (c *Config) Validate() error {
 	}
 	if c.HeaderTimeout < 0 || c.DialTimeout < 0 {
 		return errors.New("timeouts must be positive")
+	}
+	if c.MemoryTokens == 0 {
+		c.MemoryTokens = DefaultMemoryTokens
+	}
+	if c.ContextTokens < 0 || c.MemoryTokens < 0 {
+		return errors.New("context-tokens and memory-tokens must be positive")
 	}
 	return nil
 }

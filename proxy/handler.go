@@ -46,10 +46,13 @@ type Handler struct {
 	store  *memory.Store
 	router *router.Router
 	admin  http.Handler // the inspector under /rcm/
+	// summarizer is the optional memory model (nil without --memory-model).
+	summarizer *memory.Summarizer
 
 	// after tracks work done after a response (store writes) so that Close
-	// waits for it before the store is closed.
-	after sync.WaitGroup
+	// waits for it before the store is closed; writes orders it per session.
+	after  sync.WaitGroup
+	writes pending
 }
 
 // New returns a Handler for cfg, which must have passed Validate. It opens
@@ -67,6 +70,13 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sum *memory.Summarizer
+	if cfg.MemoryModel != "" {
+		sum = &memory.Summarizer{Model: cfg.MemoryModel, BaseURL: cfg.MemoryBaseURL, APIKey: cfg.MemoryAPIKey}
+		if err := sum.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	store, err := memory.Open(cfg.DB, memory.Options{})
 	if err != nil {
 		return nil, err
@@ -77,6 +87,8 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 		log:    log,
 		store:  store,
 		router: rt,
+
+		summarizer: sum,
 	}
 	h.admin = h.inspector()
 	return h, nil
@@ -138,9 +150,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, classify(r.Context(), fmt.Errorf("read request body: %w", err)))
 		return
 	}
+	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
+	h.done(r, a)
 }
 
 // splitMode strips a mode prefix (/native, /router, /rcm) from a /v1 path.
@@ -175,6 +189,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 	defer resp.Body.Close()
 	copyHeaders(w.Header(), resp.Header)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	if a != nil {
+		a.sse = sse
+	}
 	if sse {
 		w.Header().Set("X-Accel-Buffering", "no")
 	}
@@ -193,7 +210,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 	if a != nil {
 		a.latency = time.Since(start)
 		a.status = resp.StatusCode
-		h.done(r, a)
+		a.complete = true
 	}
 }
 

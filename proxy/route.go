@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
@@ -66,13 +65,6 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	}
 	a.body = body
 	return nil
-}
-
-// remember adds what rcm mode adds to a routed context (the task's state
-// record; fitting to the budget). Until the record and compaction steps are
-// wired it forwards the routed history as router mode does.
-func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) (transcript.Edit, error) {
-	return e, nil
 }
 
 // saveLabels persists the decisions of this call that the store does not

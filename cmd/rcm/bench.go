@@ -1,7 +1,24 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	replaybench "github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/proxy"
 )
 
 const benchUsage = `Usage:
@@ -13,7 +30,175 @@ func bench(args []string) error {
 		return fmt.Errorf("bench: missing subcommand\n\n%s", benchUsage)
 	}
 	switch args[0] {
+	case "replay":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return replay(ctx, args[1:], os.Stdout, os.Stderr)
 	default:
 		return fmt.Errorf("bench: unknown subcommand %q\n\n%s", args[0], benchUsage)
 	}
+}
+
+// replayConfig is what `rcm bench replay` is told.
+type replayConfig struct {
+	spec, data, format string
+	seed               int64
+	modes, thresholds  string
+	out, db            string
+	concurrency        int64
+	overhead           string
+}
+
+func replayOptions(c *replayConfig) []option {
+	return []option{
+		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file (bench/SPEC.md); default: the embedded demo pack", set: stringOpt(&c.spec)},
+		{flag: "data", env: "RCM_BENCH_DATA", help: "build sessions from every task of a data folder laid out as shared/data (instead of --spec)", set: stringOpt(&c.data)},
+		{flag: "format", env: "RCM_BENCH_FORMAT", help: "trajectory format under --data: mini-swe-agent or openhands (default mini-swe-agent)", set: stringOpt(&c.format)},
+		{flag: "seed", env: "RCM_BENCH_SEED", help: "assembly seed for --data (default 1)", set: intOpt(&c.seed)},
+		{flag: "modes", env: "RCM_BENCH_MODES", help: "comma-separated modes (default native,router,rcm)", set: stringOpt(&c.modes)},
+		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds (default 0.5,0.7,0.8,0.9,1.0)", set: stringOpt(&c.thresholds)},
+		{flag: "out", env: "RCM_BENCH_OUT", help: "folder for results.json, report.md and plots (default ./bench-out)", set: stringOpt(&c.out)},
+		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
+		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
+		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
+	}
+}
+
+func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
+	c := replayConfig{format: replaybench.FormatMiniSWE, seed: 1, out: "bench-out", overhead: "true"}
+	if err := parseOptions("bench replay", args, replayOptions(&c), false,
+		"Usage: rcm bench replay [flags]\n\nReplays bench sessions through an in-process proxy against a scripted upstream and writes\nresults.json and report.md. With no flags it runs the embedded demo pack. Every flag has an\nenvironment twin."); err != nil {
+		return err
+	}
+	spec, err := loadSpec(&c, stderr)
+	if err != nil {
+		return err
+	}
+	opts := replaybench.Options{Concurrency: int(c.concurrency)}
+	if c.modes != "" {
+		for m := range strings.SplitSeq(c.modes, ",") {
+			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))
+		}
+	}
+	if c.thresholds != "" {
+		for t := range strings.SplitSeq(c.thresholds, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+			if err != nil {
+				return fmt.Errorf("--thresholds %q: %w", c.thresholds, err)
+			}
+			opts.Thresholds = append(opts.Thresholds, v)
+		}
+	}
+	overhead, err := strconv.ParseBool(c.overhead)
+	if err != nil {
+		return fmt.Errorf("--overhead %q: %w", c.overhead, err)
+	}
+
+	// The scripted upstream and the proxy, each on its own loopback port,
+	// live as long as the replay.
+	up := scripted.New(scripted.Script{Models: []string{"bench"}})
+	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srvCtx, stopServers := context.WithCancel(context.Background())
+	defer stopServers()
+	go up.Serve(srvCtx, upLn)
+	upURL := "http://" + upLn.Addr().String() + "/v1"
+
+	db := c.db
+	if db == "" {
+		tmp, err := os.MkdirTemp("", "rcm-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		db = filepath.Join(tmp, "rcm.db")
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(c.out, "proxy.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cfg := proxy.Config{Listen: "127.0.0.1:0", Upstream: upURL, DB: db, Mode: proxy.Native}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	h, err := proxy.New(cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	pLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.Close()
+		return err
+	}
+	psrv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go psrv.Serve(pLn)
+	defer func() {
+		psrv.Close()
+		if err := h.Close(); err != nil {
+			fmt.Fprintln(stderr, "rcm: closing the proxy's store:", err)
+		}
+	}()
+
+	opts.Proxy = "http://" + pLn.Addr().String()
+	opts.Upstream = up
+	if overhead {
+		opts.Direct = upURL
+	}
+	bar := replaybench.NewBar(stderr)
+	opts.Progress = bar.Update
+	fmt.Fprintf(stderr, "replaying %d sessions of %s (%d tasks)\n", len(spec.Sessions), spec.Name, len(spec.Tasks))
+	res, err := replaybench.Replay(ctx, spec, opts)
+	bar.Done()
+	if res == nil {
+		return err
+	}
+	if werr := res.Write(c.out); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if os.Getenv("TMP_CPUPROF") != "" {
+		profStop <- true
+		<-profDone
+	}
+	res.WriteTable(stdout)
+	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", replaybench.ResultsFile, replaybench.ReportFile, c.out)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
+	}
+	return err
+}
+
+// loadSpec reads --spec, builds one from --data, or returns the demo pack.
+func loadSpec(c *replayConfig, log io.Writer) (*replaybench.Spec, error) {
+	switch {
+	case c.spec != "" && c.data != "":
+		return nil, errors.New("give --spec or --data, not both")
+	case c.spec != "":
+		return replaybench.Load(c.spec)
+	case c.data != "":
+		if c.seed < 0 {
+			return nil, fmt.Errorf("--seed %d: want a non-negative number", c.seed)
+		}
+		tasks, skips, err := replaybench.ReadData(c.data, c.format)
+		if err != nil {
+			return nil, err
+		}
+		spec, more, err := replaybench.NewSpec(filepath.Base(filepath.Clean(c.data)), tasks, uint64(c.seed))
+		for _, s := range append(skips, more...) {
+			fmt.Fprintf(log, "note: %s: %s: %s\n", s.Source, s.Record, s.Reason)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(spec.Sessions) == 0 {
+			return nil, fmt.Errorf("%s: no session could be assembled from %d tasks", c.data, len(tasks))
+		}
+		return spec, nil
+	}
+	return replaybench.Demo()
 }

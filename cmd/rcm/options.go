@@ -28,8 +28,12 @@ func floatOpt(p *float64) func(string) error {
 	return func(s string) (err error) { *p, err = strconv.ParseFloat(s, 64); return err }
 }
 
-func intOpt(p *int64) func(string) error {
-	return func(s string) (err error) { *p, err = strconv.ParseInt(s, 10, 64); return err }
+func intOpt[T int | int64](p *T) func(string) error {
+	return func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		*p = T(n)
+		return err
+	}
 }
 
 func durationOpt(p *time.Duration) func(string) error {

@@ -28,6 +28,11 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "dial-timeout", env: "RCM_DIAL_TIMEOUT", help: "longest wait to connect to the upstream before 502 (default 10s)", set: durationOpt(&c.DialTimeout)},
 		{flag: "router-model", env: "RCM_ROUTER_MODEL", help: "model the router asks when its cheap signals are not confident (default: none, cheap signals only)", set: stringOpt(&c.RouterModel)},
 		{flag: "router-base-url", env: "RCM_ROUTER_BASE_URL", help: "OpenAI-compatible API of the router's model (default https://api.openai.com/v1)", set: stringOpt(&c.RouterBaseURL)},
+		{flag: "context-tokens", env: "RCM_CONTEXT_TOKENS", help: "rcm mode: token budget of a routed context; above it older turns are condensed, then dropped (default 0: no budget)", set: intOpt(&c.ContextTokens)},
+		{flag: "memory-tokens", env: "RCM_MEMORY_TOKENS", help: "rcm mode: largest task state record message, in tokens (default 2000)", set: intOpt(&c.MemoryTokens)},
+		{flag: "memory-model", env: "RCM_MEMORY_MODEL", help: "rcm mode: model that summarises each task's progress after a turn, off the request path (default: none, deterministic records only)", set: stringOpt(&c.MemoryModel)},
+		{flag: "memory-base-url", env: "RCM_MEMORY_BASE_URL", help: "OpenAI-compatible API of the memory model (default https://api.openai.com/v1)", set: stringOpt(&c.MemoryBaseURL)},
+		{flag: "memory-api-key", env: "RCM_MEMORY_API_KEY", help: "key for the memory model; prefer the environment variable", set: stringOpt(&c.MemoryAPIKey), secret: true},
 		{flag: "router-api-key", env: "RCM_ROUTER_API_KEY", help: "key for the router's model; prefer the environment variable", set: stringOpt(&c.RouterAPIKey), secret: true},
 	}
 }

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// forwardedMessages returns the raw messages of a forwarded body.
+func forwardedMessages(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		out = append(out, m.Raw)
+		return true
+	})
+	return out
+}
+
+func TestRCMModeInjectsFrozenRecord(t *testing.T) {
+	rec := &recorder{}
+	srv, h := setup(t, rec, nil)
+	reqs := []string{
+		"In /work/ws1 fix the crash in the ORM query compiler; keep the public API unchanged",
+		"In /work/ws2 add a regression test for the URL validator",
+		"Back to /work/ws1: also handle empty lookups in the compiler",
+	}
+	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+	hdr := http.Header{"X-Session-Id": {"ses_rcm"}, "X-Rcm-Mode": {"rcm"}}
+	var body3 []byte
+	for n := 1; n <= 3; n++ {
+		body3 = sessionBody(t, reqs[:n], dirs)
+		resp := post(t, srv.URL+"/v1/chat/completions", body3, hdr)
+		io.Copy(io.Discard, resp.Body)
+		if resp.Header.Get(HeaderFallback) != FallbackNone {
+			t.Fatalf("call %d: fallback %s", n, resp.Header.Get(HeaderFallback))
+		}
+	}
+	got3, _ := rec.last(t)
+	msgs := forwardedMessages(got3)
+	// system | t1's turn (request, tool call, result, closing) | record | request 3
+	if len(msgs) != 7 {
+		t.Fatalf("forwarded %d messages:\n%s", len(msgs), strings.Join(msgs, "\n"))
+	}
+	mem := gjson.Get(msgs[5], "content").String()
+	if !strings.HasPrefix(mem, `<rcm-task-state task="t1">`) || !strings.Contains(mem, reqs[0]) || strings.Contains(mem, reqs[1]) {
+		t.Fatalf("memory message:\n%s", mem)
+	}
+	if gjson.Get(msgs[6], "content").String() != reqs[2] {
+		t.Fatal("current request is not last")
+	}
+
+	// The next call of the same turn (a tool ran) forwards the same record,
+	// byte for byte, and an append-only context.
+	tc := `{"role":"assistant","content":"","tool_calls":[{"id":"call_9","type":"function","function":{"name":"bash","arguments":"{\"command\":\"python -m pytest tests/queries\",\"workdir\":\"/work/ws1\"}"}}]}`
+	res := `{"role":"tool","tool_call_id":"call_9","content":"1 failed, 20 passed"}`
+	body3b, _ := sjson.SetRawBytes(body3, "messages.-1", []byte(tc))
+	body3b, _ = sjson.SetRawBytes(body3b, "messages.-1", []byte(res))
+	resp := post(t, srv.URL+"/v1/chat/completions", body3b, hdr)
+	io.Copy(io.Discard, resp.Body)
+	got3b, _ := rec.last(t)
+	msgsB := forwardedMessages(got3b)
+	if len(msgsB) != len(msgs)+2 {
+		t.Fatalf("second call of the turn forwarded %d messages", len(msgsB))
+	}
+	for i := range msgs {
+		if msgs[i] != msgsB[i] {
+			t.Fatalf("message %d changed within the turn:\n%s\n%s", i, msgs[i], msgsB[i])
+		}
+	}
+
+	// The record learnt the test run and survives in the store.
+	h.after.Wait()
+	r, ok, err := h.store.Record("ses_rcm", "t1")
+	if err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	if len(r.Requirements) != 2 || r.Requirements[0].Text != reqs[0] || r.LastTest == nil {
+		b, _ := json.MarshalIndent(r, "", " ")
+		t.Fatalf("record:\n%s", b)
+	}
+}
+
+func TestRCMModeRewritesCompaction(t *testing.T) {
+	summary := "## Task t1\n- fix the ORM compiler crash\n\n## Task t2\n- validator regression test, unfinished"
+	rec := &recorder{answer: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		content, _ := json.Marshal("ok")
+		if rec := r.Header.Get("X-Test-Kind"); rec == "compaction" {
+			content, _ = json.Marshal(summary)
+		}
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":`+string(content)+`},"finish_reason":"stop"}]}`)
+	}}
+	srv, h := setup(t, rec, nil)
+	reqs := []string{"In /work/ws1 fix the crash in the ORM query compiler", "In /work/ws2 add a regression test for the URL validator"}
+	hdr := http.Header{"X-Session-Id": {"ses_compact"}, "X-Rcm-Mode": {"rcm"}}
+	for n := 1; n <= 2; n++ {
+		resp := post(t, srv.URL+"/v1/chat/completions", sessionBody(t, reqs[:n], []string{"/work/ws1", "/work/ws2"}), hdr)
+		io.Copy(io.Discard, resp.Body)
+	}
+	body, _, _ := load(t, "compaction_manual_request")
+	ch := hdr.Clone()
+	ch.Set("X-Test-Kind", "compaction")
+	resp := post(t, srv.URL+"/v1/chat/completions", body, ch)
+	io.Copy(io.Discard, resp.Body)
+	got, _ := rec.last(t)
+	prompt := gjson.GetBytes(got, "messages.1.content").String()
+	for _, want := range append([]string{"## Task", "t1", "t2"}, reqs...) {
+		if !strings.Contains(prompt, want) {
+			t.Fatalf("rewritten compaction prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if !strings.HasPrefix(prompt, gjson.GetBytes(body, "messages.1.content").String()) {
+		t.Fatal("the harness's own prompt was not kept")
+	}
+	h.after.Wait()
+	for _, id := range []string{"t1", "t2"} {
+		r, _, err := h.store.Record("ses_compact", id)
+		if err != nil || !strings.Contains(r.Summary, "## Task "+id) {
+			t.Fatalf("%s: summary %q err %v", id, r.Summary, err)
+		}
+	}
+	// Native and router modes pass compaction through untouched.
+	for _, mode := range []string{"native", "router"} {
+		ch.Set("X-Rcm-Mode", mode)
+		resp := post(t, srv.URL+"/v1/chat/completions", body, ch)
+		io.Copy(io.Discard, resp.Body)
+		if got, _ := rec.last(t); string(got) != string(body) {
+			t.Fatalf("%s mode changed the compaction call", mode)
+		}
+	}
+}

@@ -3,11 +3,14 @@ module github.com/rcm-dev/rcm
 go 1.26.8
 
 require (
-	github.com/sashabaranov/go-openai v1.43.0 // indirect
-	github.com/tidwall/gjson v1.20.2 // indirect
+	github.com/sashabaranov/go-openai v1.43.0
+	github.com/tidwall/gjson v1.20.2
+	github.com/tidwall/sjson v1.2.9
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.3.0 // indirect
-	github.com/tidwall/sjson v1.2.9 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 )

@@ -6,7 +6,7 @@
 // PutFrozen) so that every call of a turn forwards the same bytes.
 //
 // It also builds the records: Record.Observe folds one model call (the
-// parsed request, the task's turns, the upstream answer, which ParseReply
+// parsed request, the task's turns, the upstream answer, which transcript.ParseReply
 // reassembles from an SSE stream or a JSON completion) into a task's
 // record, deterministically and idempotently; Render and Message turn a
 // record into the bounded memory message; Summarizer optionally asks a

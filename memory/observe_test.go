@@ -426,3 +426,18 @@ func TestTestOutcome(t *testing.T) {
 		t.Errorf("no result: %q", got)
 	}
 }
+
+// FuzzObserveReply: whatever the upstream answered, observing it never
+// panics.
+func FuzzObserveReply(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"done\",\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"todowrite\",\"arguments\":\"{\\\"todos\\\":[{\\\"content\\\":\\\"x\\\",\\\"status\\\":\\\"pending\\\"}]}\"}}]}}]}\n\n"), true)
+	f.Add([]byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"bash","arguments":"{\"command\":\"go test ./...\"}"}}]}}]}`), false)
+	f.Fuzz(func(t *testing.T, body []byte, sse bool) {
+		tr, err := transcript.Parse(transcript.OpenAIChat, []byte(`{"messages":[{"role":"user","content":"fix it"}]}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Record
+		r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: body, SSE: sse})
+	})
+}

@@ -169,7 +169,7 @@ func (h *Handler) observe(a *assembly) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, _ := memory.ParseReply(a.resp.Bytes(), a.sse)
+	reply, _ := transcript.ParseReply(a.resp.Bytes(), a.sse)
 	summary, err := h.summarizer.Summarize(ctx, rec, reply.Text)
 	if err != nil {
 		h.log.Info("memory model failed; the deterministic record stays", "session", a.session, "task", a.task, "err", err)
@@ -184,7 +184,7 @@ func (h *Handler) observe(a *assembly) error {
 // attributeSummary stores each task's section of a compaction summary in
 // that task's record.
 func (h *Handler) attributeSummary(a *assembly) error {
-	reply, ok := memory.ParseReply(a.resp.Bytes(), a.sse)
+	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(a.knownTasks) < 2 {
 		return nil
 	}

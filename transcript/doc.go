@@ -7,6 +7,9 @@
 // messages array stays byte-identical to the input, and rebuilding with every
 // message kept returns the input unchanged.
 //
+// ParseReply reads the other direction: the assistant message of an
+// upstream answer, streamed (SSE chunks reassembled) or not.
+//
 // Caveats: a Transcript aliases the body it was parsed from (Message.Raw and
 // Transcript.Body share its backing array); callers must not modify the body
 // while the Transcript is in use. Only the OpenAI chat-completions format is

@@ -1,4 +1,4 @@
-package memory
+package transcript_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -20,7 +21,7 @@ func scriptedAnswer(t testing.TB, reply scripted.Reply, stream bool) []byte {
 	t.Helper()
 	srv := httptest.NewServer(scripted.New(scripted.Script{Default: reply}))
 	defer srv.Close()
-	body := capture(t, "first_agent_request")
+	body := capture.Load(t, "first_agent_request").Body
 	if !stream {
 		body = bytes.Replace(body, []byte(`"stream":true`), []byte(`"stream":false`), 1)
 	}
@@ -58,12 +59,12 @@ func TestParseReplyScripted(t *testing.T) {
 		if stream && !bytes.HasPrefix(b, []byte("data: ")) {
 			t.Fatalf("streamed answer does not look like SSE: %.80q", b)
 		}
-		got, ok := ParseReply(b, stream)
+		got, ok := transcript.ParseReply(b, stream)
 		if !ok || !reflect.DeepEqual(got, wantReply()) {
 			t.Errorf("stream=%v: ParseReply = %+v, %v; want %+v", stream, got, ok, wantReply())
 		}
 		// The flag is a hint: a body of the other kind is read as what it is.
-		if got, _ := ParseReply(b, !stream); !reflect.DeepEqual(got, wantReply()) {
+		if got, _ := transcript.ParseReply(b, !stream); !reflect.DeepEqual(got, wantReply()) {
 			t.Errorf("stream=%v with the wrong flag: %+v", stream, got)
 		}
 	}
@@ -75,7 +76,7 @@ func TestParseReplyTruncated(t *testing.T) {
 	full := scriptedAnswer(t, scriptedReply, true)
 	want := wantReply()
 	for n := range len(full) {
-		got, _ := ParseReply(full[:n], true)
+		got, _ := transcript.ParseReply(full[:n], true)
 		if !strings.HasPrefix(want.Text, got.Text) {
 			t.Fatalf("cut at %d: text %q is not a prefix", n, got.Text)
 		}
@@ -91,7 +92,7 @@ func TestParseReplyTruncated(t *testing.T) {
 	}
 	// A JSON answer cut short still gives what precedes the cut.
 	j := scriptedAnswer(t, scripted.Reply{Text: "all done"}, false)
-	if got, ok := ParseReply(j[:len(j)-20], false); !ok || got.Text != "all done" {
+	if got, ok := transcript.ParseReply(j[:len(j)-20], false); !ok || got.Text != "all done" {
 		t.Errorf("cut JSON: %+v, %v", got, ok)
 	}
 }
@@ -121,7 +122,7 @@ func TestParseReplyShapes(t *testing.T) {
 		{"garbage", "\x00\xff{{{data: [", true, transcript.Message{Role: "assistant"}, false},
 		{"empty", "", true, transcript.Message{Role: "assistant"}, false},
 	} {
-		got, ok := ParseReply([]byte(c.body), c.sse)
+		got, ok := transcript.ParseReply([]byte(c.body), c.sse)
 		if ok != c.ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %+v, %v; want %+v, %v", c.name, got, ok, c.want, c.ok)
 		}
@@ -134,19 +135,12 @@ func FuzzParseReply(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\n"), true)
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{"arguments":"{\"a`), false)
 	f.Fuzz(func(t *testing.T, body []byte, sse bool) {
-		m, ok := ParseReply(body, sse)
+		m, ok := transcript.ParseReply(body, sse)
 		if ok != (m.Text != "" || len(m.ToolCalls) > 0) {
 			t.Fatalf("ok %v for %+v", ok, m)
 		}
-		if len(m.ToolCalls) > maxReplyCalls {
+		if len(m.ToolCalls) > transcript.MaxReplyCalls {
 			t.Fatalf("%d tool calls", len(m.ToolCalls))
 		}
-		// Whatever the answer, observing it must not panic.
-		tr, err := transcript.Parse(transcript.OpenAIChat, []byte(`{"messages":[{"role":"user","content":"fix it"}]}`), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r Record
-		r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: body, SSE: sse})
 	})
 }

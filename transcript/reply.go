@@ -1,16 +1,15 @@
-package memory
+package transcript
 
 import (
 	"bytes"
 	"strings"
 
-	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
-// maxReplyCalls bounds the tool calls reassembled from one answer: a
+// MaxReplyCalls bounds the tool calls reassembled from one answer: a
 // garbled stream must not make an index of 1e9 allocate.
-const maxReplyCalls = 128
+const MaxReplyCalls = 128
 
 // ParseReply returns the assistant message of an upstream chat-completions
 // answer: a server-sent event stream of chat.completion.chunk objects
@@ -20,7 +19,7 @@ const maxReplyCalls = 128
 // bounded copy) or garbled: ParseReply uses what parses and reports false
 // only when nothing does. A body that is plainly of the other kind than sse
 // says is read as what it is.
-func ParseReply(body []byte, sse bool) (transcript.Message, bool) {
+func ParseReply(body []byte, sse bool) (Message, bool) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	switch {
 	case bytes.HasPrefix(trimmed, []byte("{")):
@@ -29,7 +28,7 @@ func ParseReply(body []byte, sse bool) (transcript.Message, bool) {
 		bytes.HasPrefix(trimmed, []byte(":")):
 		sse = true
 	}
-	m := transcript.Message{Role: "assistant"}
+	m := Message{Role: "assistant"}
 	if sse {
 		parseStream(body, &m)
 	} else {
@@ -39,18 +38,18 @@ func ParseReply(body []byte, sse bool) (transcript.Message, bool) {
 }
 
 // parseCompletion reads choices[0].message of a chat.completion object.
-func parseCompletion(body []byte, m *transcript.Message) {
+func parseCompletion(body []byte, m *Message) {
 	msg := gjson.GetBytes(body, "choices.0.message")
 	if !msg.IsObject() {
 		return
 	}
 	m.Text = contentString(msg.Get("content"))
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		if len(m.ToolCalls) >= maxReplyCalls {
+		if len(m.ToolCalls) >= MaxReplyCalls {
 			return false
 		}
 		fn := c.Get("function")
-		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{
+		m.ToolCalls = append(m.ToolCalls, ToolCall{
 			ID: c.Get("id").String(), Name: fn.Get("name").String(), Arguments: fn.Get("arguments").String(),
 		})
 		return true
@@ -76,10 +75,10 @@ func contentString(c gjson.Result) string {
 // separated by blank lines; the data lines of one event are joined by
 // newlines (the SSE rule); an event that is not valid JSON, such as the
 // last one of a cut stream, is skipped.
-func parseStream(body []byte, m *transcript.Message) {
+func parseStream(body []byte, m *Message) {
 	var (
 		text  strings.Builder
-		calls []transcript.ToolCall
+		calls []ToolCall
 		args  []strings.Builder
 		data  []byte
 	)
@@ -110,11 +109,11 @@ func parseStream(body []byte, m *transcript.Message) {
 			} else if c.Get("id").String() != "" || i < 0 {
 				i = len(calls) // no index: a new call when it has an id
 			}
-			if i < 0 || i >= maxReplyCalls {
+			if i < 0 || i >= MaxReplyCalls {
 				return true
 			}
 			for len(calls) <= i {
-				calls = append(calls, transcript.ToolCall{})
+				calls = append(calls, ToolCall{})
 				args = append(args, strings.Builder{})
 			}
 			if id := c.Get("id").String(); id != "" {

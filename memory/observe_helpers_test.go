@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	opencodecapture "github.com/rcm-dev/rcm/internal/capture"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,11 +27,7 @@ func parseBody(t testing.TB, body []byte) *transcript.Transcript {
 // capture reads a real OpenCode request body from testdata.
 func capture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "opencode", name+".body.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return opencodecapture.Load(t, name).Body
 }
 
 // chatBody builds an OpenAI chat body from bench messages.

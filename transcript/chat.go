@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -11,7 +12,7 @@ func parseChat(body []byte) (*Transcript, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, ErrNotJSON
 	}
-	root := gjson.ParseBytes(body)
+	root := gjson.Parse(alias(body))
 	if !root.IsObject() {
 		return nil, ErrNotObject
 	}
@@ -60,12 +61,7 @@ func chatMessage(body []byte, v gjson.Result, i int) (Message, error) {
 			m.ToolCallID = f.String()
 		case "tool_calls":
 			f.ForEach(func(_, c gjson.Result) bool {
-				fn := c.Get("function")
-				m.ToolCalls = append(m.ToolCalls, ToolCall{
-					ID:        c.Get("id").String(),
-					Name:      fn.Get("name").String(),
-					Arguments: fn.Get("arguments").String(),
-				})
+				m.ToolCalls = append(m.ToolCalls, toolCall(c))
 				return true
 			})
 		}
@@ -105,4 +101,39 @@ func writeJoined(b *strings.Builder, s string) {
 		b.WriteByte('\n')
 	}
 	b.WriteString(s)
+}
+
+// toolCall reads {"id", "function": {"name", "arguments"}} in one pass over
+// each object.
+func toolCall(c gjson.Result) ToolCall {
+	var tc ToolCall
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			tc.ID = v.String()
+		case "function":
+			v.ForEach(func(k, v gjson.Result) bool {
+				switch k.Str {
+				case "name":
+					tc.Name = v.String()
+				case "arguments":
+					tc.Arguments = v.String()
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return tc
+}
+
+// alias views body as a string without copying it: gjson then hands out
+// substrings of the body itself (Raw spans, unescaped-free strings) instead
+// of copies of a 1 MB history. Safe because a Transcript never outlives
+// its body and nobody writes to the body while it is parsed (doc.go).
+func alias(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

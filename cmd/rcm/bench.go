@@ -161,10 +161,6 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if werr := res.Write(c.out); werr != nil {
 		return errors.Join(err, werr)
 	}
-	if os.Getenv("TMP_CPUPROF") != "" {
-		profStop <- true
-		<-profDone
-	}
 	res.WriteTable(stdout)
 	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", replaybench.ResultsFile, replaybench.ReportFile, c.out)
 	if errors.Is(err, context.Canceled) {

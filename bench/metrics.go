@@ -1,0 +1,374 @@
+package bench
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Forwarded is one message of a forwarded body, decoded: what a model reads.
+type Forwarded struct {
+	Role string
+	// Text is the decoded content (text parts joined by newlines when the
+	// content is an array), then each tool call's name and arguments.
+	Text string
+	// Key identifies the message for matching against the harness's history
+	// (see messageKey).
+	Key string
+	// Bytes is the size of the message's JSON in the forwarded body.
+	Bytes int
+}
+
+// ParseForwarded decodes the messages array of a chat-completions body. JSON
+// escapes are undone, so a request text compares verbatim however the proxy
+// escaped it ("\u003c" or "<").
+func ParseForwarded(body []byte) []Forwarded {
+	var out []Forwarded
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		f := Forwarded{Role: m.Get("role").String(), Bytes: len(m.Raw)}
+		var content string
+		if c := m.Get("content"); c.IsArray() {
+			var parts []string
+			c.ForEach(func(_, p gjson.Result) bool {
+				if t := p.Get("text"); t.Exists() {
+					parts = append(parts, t.String())
+				}
+				return true
+			})
+			content = strings.Join(parts, "\n")
+		} else {
+			content = c.String()
+		}
+		var calls []ToolCall
+		m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+			calls = append(calls, ToolCall{
+				ID: c.Get("id").String(),
+				Function: FunctionCall{
+					Name:      c.Get("function.name").String(),
+					Arguments: c.Get("function.arguments").String(),
+				},
+			})
+			return true
+		})
+		msg := Message{Role: f.Role, Content: content, ToolCalls: calls, ToolCallID: m.Get("tool_call_id").String()}
+		f.Key = messageKey(msg)
+		f.Text = messageText(msg)
+		out = append(out, f)
+		return true
+	})
+	return out
+}
+
+// messageKey identifies a message by everything a model reads of it: two
+// messages with equal keys are the same message, wherever they come from.
+func messageKey(m Message) string {
+	var b strings.Builder
+	b.WriteString(m.Role)
+	b.WriteByte(0)
+	b.WriteString(m.Content)
+	for _, c := range m.ToolCalls {
+		b.WriteByte(0)
+		b.WriteString(c.ID)
+		b.WriteByte(1)
+		b.WriteString(c.Function.Name)
+		b.WriteByte(1)
+		b.WriteString(c.Function.Arguments)
+	}
+	b.WriteByte(0)
+	b.WriteString(m.ToolCallID)
+	return b.String()
+}
+
+// messageText is the text of a message that requirements are searched in.
+func messageText(m Message) string {
+	if len(m.ToolCalls) == 0 {
+		return m.Content
+	}
+	var b strings.Builder
+	b.WriteString(m.Content)
+	for _, c := range m.ToolCalls {
+		b.WriteByte('\n')
+		b.WriteString(c.Function.Name)
+		b.WriteByte(' ')
+		b.WriteString(c.Function.Arguments)
+	}
+	return b.String()
+}
+
+// Recall returns the share of requests found verbatim in the text of some
+// forwarded message (1 when there are none to find).
+func Recall(requests []string, fwd []Forwarded) float64 {
+	if len(requests) == 0 {
+		return 1
+	}
+	found := 0
+	for _, r := range requests {
+		if slices.ContainsFunc(fwd, func(f Forwarded) bool { return strings.Contains(f.Text, r) }) {
+			found++
+		}
+	}
+	return float64(found) / float64(len(requests))
+}
+
+// History is the harness's history of one call with the ground truth of
+// each message: what forwarded messages are attributed against.
+type History struct {
+	Messages []Message
+	// Owner is the task each message belongs to; "" for the system prompt.
+	Owner []string
+	// Checkout maps each task of the session to its checkout path, used to
+	// attribute messages the proxy wrote itself (state records, summaries).
+	Checkout map[string]string
+	// Requests maps each task to its request texts as sent so far.
+	Requests map[string][]string
+}
+
+// Attribute names the task each forwarded message belongs to. A message
+// equal to a history message takes that message's owner; equal messages
+// are matched in order (the first unused one after the previous match, so
+// repeated texts such as "OK" stay with their own task when the proxy keeps
+// the order). A message that equals none (a state record or summary the
+// proxy inserted, a rewritten message) belongs to the task whose requests it
+// quotes, else to the task whose checkout path it names most often; with no
+// such evidence, or a tie, it is unattributed (""). The system prompt's
+// owner is "" too.
+func (h *History) Attribute(fwd []Forwarded) []string {
+	at := map[string][]int{}
+	for i, m := range h.Messages {
+		k := messageKey(m)
+		at[k] = append(at[k], i)
+	}
+	owners := make([]string, len(fwd))
+	used := make([]bool, len(h.Messages))
+	last := -1
+	for i, f := range fwd {
+		idx := at[f.Key]
+		j := slices.IndexFunc(idx, func(p int) bool { return p > last && !used[p] })
+		if j < 0 {
+			j = slices.IndexFunc(idx, func(p int) bool { return !used[p] })
+		}
+		if j < 0 && len(idx) > 0 {
+			j = 0 // a message sent twice: still its task's
+		}
+		if j >= 0 {
+			p := idx[j]
+			used[p], last = true, p
+			owners[i] = h.Owner[p]
+			continue
+		}
+		owners[i] = h.byContent(f.Text)
+	}
+	return owners
+}
+
+// byContent attributes a message the history does not hold.
+func (h *History) byContent(text string) string {
+	best, score, tie := "", 0, false
+	for _, task := range sortedKeys(h.Checkout) {
+		s := 0
+		for _, r := range h.Requests[task] {
+			if strings.Contains(text, r) {
+				s += 1000
+			}
+		}
+		s += strings.Count(text, h.Checkout[task])
+		switch {
+		case s > score:
+			best, score, tie = task, s, false
+		case s == score && s > 0:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Contamination returns the share of forwarded message bytes (tokens are
+// estimated as bytes/4, so the share is the same) that belong to tasks other
+// than focus. The system prompt and unattributed messages are not
+// contamination.
+func Contamination(fwd []Forwarded, owners []string, focus string) float64 {
+	total, other := 0, 0
+	for i, f := range fwd {
+		total += f.Bytes
+		if owners[i] != "" && owners[i] != focus {
+			other += f.Bytes
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(other) / float64(total)
+}
+
+// PrefixStability returns the share of cur that repeats prev from the start:
+// the longest common prefix over len(cur), what a provider's prompt cache
+// can reuse from the previous call.
+func PrefixStability(prev, cur []byte) float64 {
+	if len(cur) == 0 {
+		return 1
+	}
+	n := min(len(prev), len(cur))
+	i := 0
+	for i < n && prev[i] == cur[i] {
+		i++
+	}
+	return float64(i) / float64(len(cur))
+}
+
+// Tokens estimates tokens as bytes/4, rounded up, as the proxy does.
+func Tokens(bytes int) int { return (bytes + 3) / 4 }
+
+// Decision is one routing decision and whether it was right.
+type Decision struct {
+	Confidence float64
+	Correct    bool
+}
+
+// Bin is one row of a reliability table.
+type Bin struct {
+	Lo         float64 `json:"lo"`
+	Hi         float64 `json:"hi"`
+	N          int     `json:"n"`
+	Confidence Num     `json:"confidence"` // mean confidence in the bin
+	Accuracy   Num     `json:"accuracy"`
+}
+
+// Calibrate returns the reliability table over bins equal-width confidence
+// bins (a confidence of 1 falls in the last) and the expected calibration
+// error: the mean over decisions of |accuracy - confidence| of their bin.
+// Empty bins are left out of the table. ECE is NaN without decisions.
+func Calibrate(ds []Decision, bins int) ([]Bin, float64) {
+	table := make([]Bin, bins)
+	for i := range table {
+		table[i].Lo, table[i].Hi = float64(i)/float64(bins), float64(i+1)/float64(bins)
+	}
+	for _, d := range ds {
+		i := min(max(int(d.Confidence*float64(bins)), 0), bins-1)
+		table[i].N++
+		table[i].Confidence += Num(d.Confidence)
+		if d.Correct {
+			table[i].Accuracy++
+		}
+	}
+	var out []Bin
+	ece := 0.0
+	for _, b := range table {
+		if b.N == 0 {
+			continue
+		}
+		b.Confidence /= Num(b.N)
+		b.Accuracy /= Num(b.N)
+		ece += float64(b.N) * math.Abs(float64(b.Accuracy-b.Confidence))
+		out = append(out, b)
+	}
+	if len(ds) == 0 {
+		return out, math.NaN()
+	}
+	return out, ece / float64(len(ds))
+}
+
+// MapTasks maps the proxy's task ids (X-RCM-Task) to ground-truth tasks:
+// pairs are taken by decreasing co-occurrence count, each proxy id and each
+// true task at most once (a greedy one-to-one majority match), so a router
+// that splits one task into several ids, or merges several tasks into one,
+// is charged for it. got and truth are parallel; empty got entries (no
+// decision) are ignored.
+func MapTasks(got, truth []string) map[string]string {
+	type pair struct {
+		got, truth string
+		n          int
+	}
+	count := map[[2]string]int{}
+	for i, g := range got {
+		if g != "" {
+			count[[2]string{g, truth[i]}]++
+		}
+	}
+	pairs := make([]pair, 0, len(count))
+	for k, n := range count {
+		pairs = append(pairs, pair{k[0], k[1], n})
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.got, b.got), cmp.Compare(a.truth, b.truth))
+	})
+	m := map[string]string{}
+	taken := map[string]bool{}
+	for _, p := range pairs {
+		if _, ok := m[p.got]; ok || taken[p.truth] {
+			continue
+		}
+		m[p.got], taken[p.truth] = p.truth, true
+	}
+	return m
+}
+
+// Percentile returns the p-th percentile (0..100) of xs by linear
+// interpolation between closest ranks; NaN for no values. xs is sorted.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	r := p / 100 * float64(len(xs)-1)
+	lo := int(math.Floor(r))
+	hi := min(lo+1, len(xs)-1)
+	return xs[lo] + (r-float64(lo))*(xs[hi]-xs[lo])
+}
+
+// MeanCI returns the mean of xs and its 95% interval by Student's t with
+// len(xs)-1 degrees of freedom (sessions are the independent units). With
+// one value the interval is that value; with none, all are NaN.
+func MeanCI(xs []float64) (mean, lo, hi float64) {
+	n := len(xs)
+	if n == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(n)
+	if n == 1 {
+		return mean, mean, mean
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	half := t975(n-1) * math.Sqrt(ss/float64(n-1)/float64(n))
+	return mean, mean - half, mean + half
+}
+
+// t975 is the 97.5% quantile of Student's t with df degrees of freedom; past
+// the table it takes the next smaller tabulated df (a slightly wider
+// interval).
+func t975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	switch {
+	case df <= len(table):
+		return table[df-1]
+	case df < 40:
+		return table[len(table)-1]
+	case df < 60:
+		return 2.021
+	case df < 120:
+		return 2.000
+	}
+	return 1.980
+}

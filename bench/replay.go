@@ -1,0 +1,552 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/tidwall/gjson"
+)
+
+// The tools array OpenCode 1.18.33 sent in a real capture
+// (testdata/opencode/first_agent_request.body.json): every replayed call
+// carries it, so bodies have a harness's real size and shape.
+//
+//go:embed opencode_tools.json
+var opencodeTools []byte
+
+// Modes the proxy knows (DESIGN.md); the bench sends them as X-RCM-Mode.
+const (
+	ModeNative = "native"
+	ModeRouter = "router"
+	ModeRCM    = "rcm"
+)
+
+// Options configure a replay. Zero values take the documented defaults.
+type Options struct {
+	// Proxy is the base URL of the running proxy (http://127.0.0.1:8787);
+	// calls go to Proxy + "/v1/chat/completions". Required.
+	Proxy string
+	// Upstream is the scripted model the proxy forwards to: the driver
+	// queues the recorded reply before each call and takes what the
+	// upstream received after it. Required.
+	Upstream *scripted.Server
+	// Direct, when set, is the upstream's own base URL (".../v1"): the
+	// forwarded body of every fourth call is sent there too, and the
+	// proxy's overhead is the round trip through the proxy minus this
+	// direct one. Empty: overhead is not measured.
+	Direct string
+	// Modes to run. Default native, router, rcm.
+	Modes []string
+	// Thresholds to run router and rcm at (X-RCM-Threshold). Native does
+	// not depend on it: it runs once per session and is reported in every
+	// threshold's row. Default 0.5, 0.7, 0.8, 0.9, 1.0.
+	Thresholds []float64
+	// Concurrency is how many (session, mode, threshold) units run at once.
+	// Default 4 x GOMAXPROCS: a unit's calls are sequential and wait on the
+	// proxy's store, so more units than cores keep the cores busy.
+	Concurrency int
+	// Model is the body's "model". Default "bench".
+	Model string
+	// Client sends the calls. Default: a client with its own transport.
+	Client *http.Client
+	// Progress, when set, is told of every finished call and unit.
+	Progress func(Progress)
+}
+
+// Progress reports how far a replay is.
+type Progress struct {
+	Calls, TotalCalls       int
+	Sessions, TotalSessions int // sessions whose every unit finished
+	Started                 time.Time
+}
+
+// DefaultModes and DefaultThresholds are what Options' zero values mean.
+var (
+	DefaultModes      = []string{ModeNative, ModeRouter, ModeRCM}
+	DefaultThresholds = []float64{0.5, 0.7, 0.8, 0.9, 1.0}
+)
+
+func (o *Options) validate() error {
+	if o.Proxy == "" {
+		return errors.New("bench: replay: no proxy URL")
+	}
+	if o.Upstream == nil {
+		return errors.New("bench: replay: no scripted upstream")
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = DefaultModes
+	}
+	for _, m := range o.Modes {
+		if m != ModeNative && m != ModeRouter && m != ModeRCM {
+			return fmt.Errorf("bench: replay: mode %q: want native, router or rcm", m)
+		}
+	}
+	if len(o.Thresholds) == 0 {
+		o.Thresholds = DefaultThresholds
+	}
+	for _, t := range o.Thresholds {
+		if !(t >= 0 && t <= 1) {
+			return fmt.Errorf("bench: replay: threshold %v: want a number in [0, 1]", t)
+		}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4 * runtime.GOMAXPROCS(0)
+	}
+	if o.Model == "" {
+		o.Model = "bench"
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	}
+	o.Proxy = strings.TrimRight(o.Proxy, "/")
+	o.Direct = strings.TrimRight(o.Direct, "/")
+	return nil
+}
+
+// unit is the work of one session in one mode at one threshold: both
+// schedules. Native units have threshold -1 (run once, reported for all).
+type unit struct {
+	session   int
+	mode      string
+	threshold float64
+}
+
+// Replay replays every session of spec through the proxy in each mode and
+// threshold, both schedules, and returns the metrics (see Results). When
+// ctx ends it stops and returns the results of the sessions that finished
+// every unit, with ctx's error.
+func Replay(ctx context.Context, spec *Spec, opts Options) (*Results, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	plans := make([]*plan, len(spec.Sessions))
+	total := 0
+	for i := range spec.Sessions {
+		p, err := newPlan(spec, &spec.Sessions[i])
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+	}
+	var units []unit
+	for i := range plans {
+		for _, m := range opts.Modes {
+			if m == ModeNative {
+				units = append(units, unit{i, m, -1})
+				continue
+			}
+			for _, t := range opts.Thresholds {
+				units = append(units, unit{i, m, t})
+			}
+		}
+	}
+	perSession := len(units) / max(len(plans), 1)
+	for _, u := range units {
+		total += plans[u.session].calls()
+	}
+	r := &runner{
+		spec: spec, opts: opts, plans: plans,
+		nonce: strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
+		prog:  Progress{TotalCalls: total, TotalSessions: len(plans), Started: time.Now()},
+		left:  map[int]int{},
+	}
+	for i := range plans {
+		r.left[i] = perSession
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	results := make([]*SessionResult, len(units))
+	errs := make([]error, len(units))
+	for range opts.Concurrency {
+		wg.Go(func() {
+			for i := range work {
+				results[i], errs[i] = r.unit(ctx, units[i])
+				r.finished(units[i])
+			}
+		})
+	}
+feed:
+	for i := range units {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+
+	// Keep the sessions whose every unit finished, so that every mode and
+	// threshold is compared on the same sessions.
+	done := map[int]bool{}
+	for i := range plans {
+		done[i] = true
+	}
+	var failures []error
+	for i, u := range units {
+		switch {
+		case results[i] == nil && errs[i] == nil:
+			done[u.session] = false
+		case errs[i] != nil:
+			done[u.session] = false
+			if ctx.Err() == nil || !errors.Is(errs[i], ctx.Err()) {
+				failures = append(failures, errs[i])
+			}
+		}
+	}
+	var kept []*SessionResult
+	for i, u := range units {
+		if !done[u.session] {
+			continue
+		}
+		if u.mode == ModeNative {
+			for _, t := range opts.Thresholds {
+				c := *results[i]
+				c.Threshold = t
+				kept = append(kept, &c)
+			}
+			continue
+		}
+		kept = append(kept, results[i])
+	}
+	res := aggregate(spec, opts, kept)
+	res.Interrupted = ctx.Err() != nil
+	for _, err := range failures {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, errors.Join(failures...)
+}
+
+// runner holds a replay's shared state.
+type runner struct {
+	spec  *Spec
+	opts  Options
+	plans []*plan
+	nonce string
+
+	mu   sync.Mutex
+	prog Progress
+	left map[int]int // units not finished per session
+}
+
+func (r *runner) called() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prog.Calls++
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.prog)
+	}
+}
+
+func (r *runner) finished(u unit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left[u.session]--; r.left[u.session] == 0 {
+		r.prog.Sessions++
+	}
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.prog)
+	}
+}
+
+// plan is what a session's replay needs, computed once: each schedule's
+// calls, the history's ground truth and the messages' JSON.
+type plan struct {
+	sess   *Session
+	sched  map[Schedule]*schedulePlan
+	checks map[string]string // task -> checkout path
+}
+
+type schedulePlan struct {
+	calls    []Call
+	owner    []string // per history message
+	request  []bool   // per history message: a stage's request
+	messages [][]byte // per history message: its JSON as the harness sends it
+}
+
+func (p *plan) calls() int {
+	return len(p.sched[ScheduleBase].calls) + len(p.sched[ScheduleSwitch].calls)
+}
+
+func newPlan(spec *Spec, sess *Session) (*plan, error) {
+	p := &plan{sess: sess, sched: map[Schedule]*schedulePlan{}, checks: map[string]string{}}
+	for _, id := range append([]string{sess.Focus}, sess.Distractors...) {
+		p.checks[id] = spec.Checkout(sess, id)
+	}
+	for _, sc := range []Schedule{ScheduleBase, ScheduleSwitch} {
+		calls, err := spec.Calls(sess.ID, sc)
+		if err != nil {
+			return nil, err
+		}
+		steps := sess.Base
+		if sc == ScheduleSwitch {
+			steps = sess.Switch
+		}
+		// The history Calls builds: the system prompt, then per step its
+		// request and the stage's messages.
+		sp := &schedulePlan{calls: calls, owner: []string{""}, request: []bool{false}}
+		for _, st := range steps {
+			t, _ := spec.Task(st.Task)
+			sp.owner = append(sp.owner, st.Task)
+			sp.request = append(sp.request, true)
+			for range t.Stages[st.Stage].Messages {
+				sp.owner = append(sp.owner, st.Task)
+				sp.request = append(sp.request, false)
+			}
+		}
+		longest := calls[len(calls)-1].Messages
+		if len(longest) > len(sp.owner) {
+			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
+		}
+		for _, m := range longest {
+			b, err := marshal(m)
+			if err != nil {
+				return nil, fmt.Errorf("bench: session %s: %w", sess.ID, err)
+			}
+			sp.messages = append(sp.messages, b)
+		}
+		p.sched[sc] = sp
+	}
+	return p, nil
+}
+
+// marshal encodes as a JavaScript harness does: no HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// body is the chat-completions request of call k, shaped like OpenCode's.
+func (sp *schedulePlan) body(model string, k int) []byte {
+	n := len(sp.calls[k].Messages)
+	size := 256 + len(opencodeTools)
+	for _, m := range sp.messages[:n] {
+		size += len(m) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"model":`...)
+	b = strconv.AppendQuote(b, model)
+	b = append(b, `,"max_tokens":32000,"messages":[`...)
+	for i, m := range sp.messages[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	b = append(b, `],"tools":`...)
+	b = append(b, opencodeTools...)
+	b = append(b, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
+	return b
+}
+
+// history returns call k's history with its ground truth.
+func (p *plan) history(sp *schedulePlan, k int) *History {
+	n := len(sp.calls[k].Messages)
+	h := &History{Messages: sp.calls[k].Messages, Owner: sp.owner[:n], Checkout: p.checks, Requests: map[string][]string{}}
+	for i := range n {
+		if sp.request[i] {
+			h.Requests[sp.owner[i]] = append(h.Requests[sp.owner[i]], h.Messages[i].Content)
+		}
+	}
+	return h
+}
+
+// callObs is what one replayed call showed.
+type callObs struct {
+	truth         string
+	focus         bool
+	sent, fwd     int // body bytes
+	recall        float64
+	contamination float64
+	task          string // X-RCM-Task; "" when no decision
+	confidence    float64
+	fallback      string
+	prefix        float64 // vs the previous call; NaN for the first
+	overhead      float64 // ms; NaN when not measured
+}
+
+// unit replays both schedules of one session in one mode and threshold.
+func (r *runner) unit(ctx context.Context, u unit) (*SessionResult, error) {
+	p := r.plans[u.session]
+	obs := map[Schedule][]callObs{}
+	for _, sc := range []Schedule{ScheduleBase, ScheduleSwitch} {
+		o, err := r.schedule(ctx, p, sc, u)
+		if err != nil {
+			return nil, err
+		}
+		obs[sc] = o
+	}
+	return sessionResult(p.sess, u.mode, u.threshold, obs[ScheduleBase], obs[ScheduleSwitch]), nil
+}
+
+func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]callObs, error) {
+	sp := p.sched[sc]
+	th := "native"
+	if u.threshold >= 0 {
+		th = strconv.FormatFloat(u.threshold, 'f', -1, 64)
+	}
+	sid := fmt.Sprintf("bench-%s-%s-%s-%s-%s", r.nonce, p.sess.ID, sc, u.mode, th)
+	fail := func(k int, err error) error {
+		return fmt.Errorf("bench: session %s, %s, mode %s, threshold %s, call %d: %w", p.sess.ID, sc, u.mode, th, k, err)
+	}
+	defer r.opts.Upstream.Take(sid)
+	out := make([]callObs, 0, len(sp.calls))
+	var prev []byte
+	for k, c := range sp.calls {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		body := sp.body(r.opts.Model, k)
+		r.opts.Upstream.Enqueue(sid, reply(c.Response))
+		hdr := http.Header{}
+		hdr.Set("X-RCM-Mode", u.mode)
+		if u.threshold >= 0 {
+			hdr.Set("X-RCM-Threshold", th)
+		}
+		start := time.Now()
+		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, hdr, body)
+		rtt := time.Since(start)
+		if err != nil {
+			return nil, fail(k, err)
+		}
+		got := r.opts.Upstream.Take(sid)
+		if len(got) != 1 {
+			return nil, fail(k, fmt.Errorf("the upstream received %d requests, want 1", len(got)))
+		}
+		fwd := got[0].Body
+		o := callObs{
+			truth: c.Task, focus: c.Task == p.sess.Focus, sent: len(body), fwd: len(fwd),
+			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
+			prefix: nan(), overhead: nan(),
+		}
+		if o.task != "" {
+			o.confidence, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
+		}
+		msgs := rawMessages(fwd)
+		if prev != nil {
+			o.prefix = PrefixStability(prev, msgs)
+		}
+		prev = msgs
+		if o.focus {
+			h := p.history(sp, k)
+			f := ParseForwarded(fwd)
+			o.recall = Recall(h.Requests[p.sess.Focus], f)
+			o.contamination = Contamination(f, h.Attribute(f), p.sess.Focus)
+		}
+		if r.opts.Direct != "" && k%overheadSample == 0 {
+			d, err := r.direct(ctx, sid+"-direct", c.Response, fwd)
+			if err != nil {
+				return nil, fail(k, fmt.Errorf("direct call: %w", err))
+			}
+			o.overhead = float64(rtt-d) / float64(time.Millisecond)
+		}
+		out = append(out, o)
+		r.called()
+	}
+	return out, nil
+}
+
+// overheadSample: the proxy's overhead is measured on one call in this many
+// (a direct call doubles the upstream's work); percentiles need no more.
+const overheadSample = 4
+
+// direct sends the forwarded body straight to the upstream and returns the
+// round trip: the same work without the proxy.
+func (r *runner) direct(ctx context.Context, sid string, m Message, body []byte) (time.Duration, error) {
+	r.opts.Upstream.Enqueue(sid, reply(m))
+	defer r.opts.Upstream.Take(sid)
+	start := time.Now()
+	_, err := r.post(ctx, r.opts.Direct+"/chat/completions", sid, http.Header{}, body)
+	return time.Since(start), err
+}
+
+// post sends one call as OpenCode would and reads the stream to its end.
+func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, body []byte) (http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = hdr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer rcm-bench")
+	req.Header.Set("User-Agent", "rcm-bench (opencode/1.18.33 shape)")
+	req.Header.Set("x-session-id", sid)
+	resp, err := r.opts.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if err := readStream(resp.Body); err != nil {
+		return nil, err
+	}
+	return resp.Header, nil
+}
+
+// readStream reads an SSE body to its end and checks it finished with
+// "data: [DONE]".
+func readStream(body io.Reader) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	done := false
+	for sc.Scan() {
+		if bytes.Equal(bytes.TrimSpace(sc.Bytes()), []byte("data: [DONE]")) {
+			done = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the stream: %w", err)
+	}
+	if !done {
+		return errors.New("stream ended without data: [DONE]")
+	}
+	return nil
+}
+
+// reply is the scripted answer that replays a recorded assistant message.
+func reply(m Message) scripted.Reply {
+	r := scripted.Reply{Text: m.Content}
+	for _, c := range m.ToolCalls {
+		r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return r
+}
+
+// rawMessages returns the bytes of a body's messages array (the whole body
+// when it has none): what prefix stability compares. The tools and options
+// around it are the same on every call.
+func rawMessages(body []byte) []byte {
+	m := gjson.GetBytes(body, "messages")
+	if !m.IsArray() {
+		return body
+	}
+	return []byte(m.Raw)
+}
+
+func nan() float64 { return math.NaN() }

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// Files Write puts in its directory.
+const (
+	ResultsFile = "results.json"
+	ReportFile  = "report.md"
+	ModesSVG    = "recall_tokens_by_mode.svg"
+	SweepSVG    = "threshold_sweep.svg"
+)
+
+// Write writes results.json, report.md and its SVG plots into dir,
+// creating it.
+func (r *Results) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: results: %w", err)
+	}
+	var md bytes.Buffer
+	r.markdown(&md)
+	files := map[string][]byte{
+		ResultsFile: append(js, '\n'),
+		ReportFile:  md.Bytes(),
+		ModesSVG:    modesSVG(r),
+		SweepSVG:    sweepSVG(r),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteTable prints the summary table: one row per mode and threshold.
+func (r *Results) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\trouting acc\tECE\tfallback\tprefix\toverhead p50 ms\t")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
+			f3(s.FocusRecall), f3(s.FocusRecallBase), f3(s.Contamination), f3(s.TokensRatio),
+			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), f3(s.PrefixStability), f2(s.OverheadP50))
+	}
+	tw.Flush()
+}
+
+func f3(n Num) string { return format(n, 3) }
+func f2(n Num) string { return format(n, 2) }
+
+func format(n Num, prec int) string {
+	if math.IsNaN(float64(n)) {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f", prec, float64(n))
+}
+
+func withCI(n Num, ci [2]Num) string {
+	if math.IsNaN(float64(n)) {
+		return "–"
+	}
+	if ci[0] == ci[1] {
+		return f3(n)
+	}
+	return fmt.Sprintf("%s [%s, %s]", f3(n), f3(ci[0]), f3(ci[1]))
+}
+
+// markdown writes report.md.
+func (r *Results) markdown(w io.Writer) {
+	name := r.Spec
+	if name == "" {
+		name = "(unnamed spec)"
+	}
+	fmt.Fprintf(w, "# rcm bench replay: %s\n\n", name)
+	fmt.Fprintf(w, "%d of %d sessions replayed in every mode and threshold (modes %s; thresholds %s).\n",
+		r.Completed, r.Sessions, strings.Join(r.Modes, ", "), joinFloats(r.Thresholds))
+	if r.Interrupted {
+		fmt.Fprintf(w, "\n**Interrupted**: these results cover only the sessions that finished.\n")
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, "\n**%d units failed** and their sessions are left out:\n\n", len(r.Errors))
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "- `%s`\n", e)
+		}
+	}
+	fmt.Fprint(w, `
+Each session is a focus task and four distractors replayed twice through the proxy: S_base
+(the focus task alone) and S_switch (the tasks interleaved). Values are means over sessions
+with their 95% Student-t interval over sessions in brackets. Per call:
+
+- **recall**: share of the focus task's requests so far found verbatim in the forwarded
+  messages (decoded JSON), on the focus calls of S_switch; *recall base*: the same on S_base.
+- **contamination**: share of forwarded message bytes (tokens ~ bytes/4) attributed to other
+  tasks: a message equal to one of the harness's history takes that message's task, any other
+  (state records, summaries) the task whose requests or checkout path it quotes.
+- **tokens ratio**: forwarded tokens over what the harness sent (= native's forwarded tokens);
+  *vs base*: forwarded tokens over those of the same call in S_base.
+- **routing acc**: over all S_switch calls; the proxy's task ids (X-RCM-Task) are mapped to
+  true tasks one-to-one by decreasing co-occurrence in the session; calls without a decision
+  count as wrong. *ECE*: expected calibration error of X-RCM-Confidence over 10 bins.
+- **fallback**: share of S_switch calls answered with X-RCM-Fallback threshold or error.
+- **prefix**: longest common prefix of consecutive forwarded messages arrays over the later
+  one's length (what a provider's prompt cache can reuse), S_switch.
+- **overhead**: round trip through the proxy minus a direct round trip to the upstream with
+  the forwarded body, per call (pooled; machine load from concurrent units included).
+
+`)
+	fmt.Fprintf(w, "![recall and tokens by mode](%s)\n\n![threshold sweep](%s)\n\n", ModesSVG, SweepSVG)
+	fmt.Fprintln(w, "## All sessions")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | threshold | n | recall | recall base | contamination | tokens ratio | vs base | tokens/call | routing acc | routed | ECE | fallback (thr / err) | prefix | overhead p50 / p95 ms |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---|---|---:|---:|---|---:|---:|---|---|---|")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s / %s |\n",
+			s.Mode, s.Threshold, s.N, withCI(s.FocusRecall, s.FocusRecallCI), f3(s.FocusRecallBase),
+			withCI(s.Contamination, s.ContaminationCI), withCI(s.TokensRatio, s.TokensRatioCI), f3(s.TokensVsBase),
+			format(s.ForwardedTokens, 0), withCI(s.RoutingAccuracy, s.RoutingAccuracyCI), f3(s.Routed), f3(s.ECE),
+			f3(s.FallbackRate), f3(s.FallbackThreshold), f3(s.FallbackError),
+			withCI(s.PrefixStability, s.PrefixStabilityCI), f2(s.OverheadP50), f2(s.OverheadP95))
+	}
+	fmt.Fprintln(w, "\n## Near and far sessions")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | threshold | near n | near recall | near contamination | near tokens ratio | far n | far recall | far contamination | far tokens ratio |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|---|---|---|")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %d | %s | %s | %s |\n", s.Mode, s.Threshold,
+			s.Near.N, withCI(s.Near.FocusRecall, s.Near.FocusRecallCI), withCI(s.Near.Contamination, s.Near.ContaminationCI),
+			withCI(s.Near.TokensRatio, s.Near.TokensRatioCI),
+			s.Far.N, withCI(s.Far.FocusRecall, s.Far.FocusRecallCI), withCI(s.Far.Contamination, s.Far.ContaminationCI),
+			withCI(s.Far.TokensRatio, s.Far.TokensRatioCI))
+	}
+	fmt.Fprintln(w, "\n## Calibration")
+	fmt.Fprintln(w)
+	any := false
+	for _, s := range r.Summaries {
+		if len(s.Calibration) == 0 {
+			continue
+		}
+		any = true
+		fmt.Fprintf(w, "%s at threshold %.2f (ECE %s):\n\n| confidence bin | calls | mean confidence | accuracy |\n|---|---:|---:|---:|\n", s.Mode, s.Threshold, f3(s.ECE))
+		for _, b := range s.Calibration {
+			fmt.Fprintf(w, "| %.1f–%.1f | %d | %.3f | %.3f |\n", b.Lo, b.Hi, b.N, b.Confidence, b.Accuracy)
+		}
+		fmt.Fprintln(w)
+	}
+	if !any {
+		fmt.Fprintln(w, "No routing decisions were made (no X-RCM-Task on any call).")
+	}
+}
+
+func joinFloats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%g", f)
+	}
+	return strings.Join(parts, ", ")
+}

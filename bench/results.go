@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Num is a metric value; NaN (not measured, nothing to measure) is written
+// as JSON null.
+type Num float64
+
+// MarshalJSON writes the value with at most six decimals, NaN as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, math.Round(f*1e6)/1e6, 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number or null (NaN).
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	*n = Num(f)
+	return err
+}
+
+// SessionResult is what one session showed in one mode at one threshold.
+// Call-level values are means over the session's calls: recall,
+// contamination and tokens over the focus calls of S_switch (the _base
+// fields: over S_base's calls, the same focus calls without switches);
+// routing, fallback and prefix stability over every call of S_switch.
+type SessionResult struct {
+	Session   string  `json:"session"`
+	Kind      string  `json:"kind"`
+	Mode      string  `json:"mode"`
+	Threshold float64 `json:"threshold"`
+	Calls     int     `json:"calls"`       // of S_switch
+	FocusCall int     `json:"focus_calls"` // of S_switch, = calls of S_base
+
+	FocusRecall       Num `json:"focus_recall"`
+	FocusRecallBase   Num `json:"focus_recall_base"`
+	Contamination     Num `json:"contamination"`
+	ContaminationBase Num `json:"contamination_base"`
+	TokensRatio       Num `json:"tokens_ratio"`
+	TokensVsBase      Num `json:"tokens_vs_base"`
+	ForwardedTokens   Num `json:"forwarded_tokens"`
+	RoutingAccuracy   Num `json:"routing_accuracy"`
+	Routed            Num `json:"routed"`
+	FallbackRate      Num `json:"fallback_rate"`
+	FallbackThreshold Num `json:"fallback_threshold"`
+	FallbackError     Num `json:"fallback_error"`
+	PrefixStability   Num `json:"prefix_stability"`
+
+	decisions []Decision
+	overhead  []float64 // ms, every call of both schedules
+}
+
+// sessionResult condenses both schedules' calls of one session.
+func sessionResult(sess *Session, mode string, threshold float64, base, sw []callObs) *SessionResult {
+	r := &SessionResult{Session: sess.ID, Kind: sess.Kind, Mode: mode, Threshold: threshold, Calls: len(sw)}
+	var recall, contam, ratio, vsBase, toks, recallB, contamB []float64
+	k := 0
+	for _, o := range sw {
+		if !o.focus {
+			continue
+		}
+		recall = append(recall, o.recall)
+		contam = append(contam, o.contamination)
+		ratio = append(ratio, float64(o.fwd)/float64(o.sent))
+		toks = append(toks, float64(Tokens(o.fwd)))
+		if k < len(base) {
+			vsBase = append(vsBase, float64(o.fwd)/float64(base[k].fwd))
+		}
+		k++
+	}
+	r.FocusCall = k
+	for _, o := range base {
+		recallB = append(recallB, o.recall)
+		contamB = append(contamB, o.contamination)
+	}
+	r.FocusRecall, r.Contamination, r.TokensRatio = mean(recall), mean(contam), mean(ratio)
+	r.TokensVsBase, r.ForwardedTokens = mean(vsBase), mean(toks)
+	r.FocusRecallBase, r.ContaminationBase = mean(recallB), mean(contamB)
+
+	got, truth := make([]string, len(sw)), make([]string, len(sw))
+	var fbT, fbE, routed float64
+	var prefix []float64
+	for i, o := range sw {
+		got[i], truth[i] = o.task, o.truth
+		switch o.fallback {
+		case "threshold":
+			fbT++
+		case "error":
+			fbE++
+		}
+		if o.task != "" {
+			routed++
+		}
+		if !math.IsNaN(o.prefix) {
+			prefix = append(prefix, o.prefix)
+		}
+	}
+	n := float64(len(sw))
+	r.FallbackThreshold, r.FallbackError, r.FallbackRate = Num(fbT/n), Num(fbE/n), Num((fbT+fbE)/n)
+	r.Routed, r.PrefixStability = Num(routed/n), mean(prefix)
+	r.RoutingAccuracy = Num(math.NaN())
+	if routed > 0 {
+		m := MapTasks(got, truth)
+		correct := 0
+		for i, o := range sw {
+			if o.task == "" {
+				continue
+			}
+			ok := m[o.task] == truth[i]
+			if ok {
+				correct++
+			}
+			r.decisions = append(r.decisions, Decision{Confidence: o.confidence, Correct: ok})
+		}
+		// Calls without a decision count as misrouted.
+		r.RoutingAccuracy = Num(float64(correct) / n)
+	}
+	for _, o := range slices.Concat(base, sw) {
+		if !math.IsNaN(o.overhead) {
+			r.overhead = append(r.overhead, o.overhead)
+		}
+	}
+	return r
+}
+
+func mean(xs []float64) Num {
+	m, _, _ := MeanCI(xs)
+	return Num(m)
+}
+
+// Metrics are a mode's and threshold's results over a set of sessions: the
+// mean over sessions of each session's value with its 95% t-interval (_ci),
+// the calibration of the pooled routing decisions, and percentiles of the
+// pooled per-call overhead.
+type Metrics struct {
+	N                 int    `json:"n"` // sessions
+	FocusRecall       Num    `json:"focus_recall"`
+	FocusRecallCI     [2]Num `json:"focus_recall_ci"`
+	FocusRecallBase   Num    `json:"focus_recall_base"`
+	Contamination     Num    `json:"contamination"`
+	ContaminationCI   [2]Num `json:"contamination_ci"`
+	TokensRatio       Num    `json:"tokens_ratio"`
+	TokensRatioCI     [2]Num `json:"tokens_ratio_ci"`
+	TokensVsBase      Num    `json:"tokens_vs_base"`
+	ForwardedTokens   Num    `json:"forwarded_tokens"`
+	RoutingAccuracy   Num    `json:"routing_accuracy"`
+	RoutingAccuracyCI [2]Num `json:"routing_accuracy_ci"`
+	Routed            Num    `json:"routed"`
+	ECE               Num    `json:"ece"`
+	Calibration       []Bin  `json:"calibration"`
+	FallbackRate      Num    `json:"fallback_rate"`
+	FallbackRateCI    [2]Num `json:"fallback_rate_ci"`
+	FallbackThreshold Num    `json:"fallback_threshold"`
+	FallbackError     Num    `json:"fallback_error"`
+	PrefixStability   Num    `json:"prefix_stability"`
+	PrefixStabilityCI [2]Num `json:"prefix_stability_ci"`
+	OverheadP50       Num    `json:"overhead_ms_p50"`
+	OverheadP95       Num    `json:"overhead_ms_p95"`
+}
+
+// Summary is one row of results.json: a mode at a threshold, over all
+// sessions and split by near and far sessions.
+type Summary struct {
+	Mode      string  `json:"mode"`
+	Threshold float64 `json:"threshold"`
+	Metrics
+	Near Metrics `json:"near"`
+	Far  Metrics `json:"far"`
+}
+
+// Results are a replay's outcome, what results.json holds.
+type Results struct {
+	Spec       string    `json:"spec"`
+	Modes      []string  `json:"modes"`
+	Thresholds []float64 `json:"thresholds"`
+	// Sessions in the spec; Completed: those every mode and threshold
+	// finished, the ones the results are over.
+	Sessions    int              `json:"sessions"`
+	Completed   int              `json:"completed_sessions"`
+	Interrupted bool             `json:"interrupted"`
+	Errors      []string         `json:"errors,omitempty"`
+	Summaries   []Summary        `json:"results"`
+	PerSession  []*SessionResult `json:"per_session"`
+}
+
+func aggregate(spec *Spec, opts Options, rs []*SessionResult) *Results {
+	res := &Results{Spec: spec.Name, Modes: opts.Modes, Thresholds: opts.Thresholds, Sessions: len(spec.Sessions), PerSession: rs}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		seen[r.Session] = true
+	}
+	res.Completed = len(seen)
+	slices.SortStableFunc(rs, func(a, b *SessionResult) int {
+		return cmp.Or(cmp.Compare(slices.Index(opts.Modes, a.Mode), slices.Index(opts.Modes, b.Mode)),
+			cmp.Compare(a.Threshold, b.Threshold))
+	})
+	for _, m := range opts.Modes {
+		for _, t := range opts.Thresholds {
+			var all, near, far []*SessionResult
+			for _, r := range rs {
+				if r.Mode != m || r.Threshold != t {
+					continue
+				}
+				all = append(all, r)
+				if r.Kind == KindNear {
+					near = append(near, r)
+				} else {
+					far = append(far, r)
+				}
+			}
+			res.Summaries = append(res.Summaries, Summary{
+				Mode: m, Threshold: t, Metrics: metricsOf(all), Near: metricsOf(near), Far: metricsOf(far),
+			})
+		}
+	}
+	return res
+}
+
+func metricsOf(rs []*SessionResult) Metrics {
+	ci := func(get func(*SessionResult) Num) (Num, [2]Num) {
+		var xs []float64
+		for _, r := range rs {
+			if v := float64(get(r)); !math.IsNaN(v) {
+				xs = append(xs, v)
+			}
+		}
+		m, lo, hi := MeanCI(xs)
+		return Num(m), [2]Num{Num(lo), Num(hi)}
+	}
+	var m Metrics
+	m.N = len(rs)
+	m.FocusRecall, m.FocusRecallCI = ci(func(r *SessionResult) Num { return r.FocusRecall })
+	m.FocusRecallBase, _ = ci(func(r *SessionResult) Num { return r.FocusRecallBase })
+	m.Contamination, m.ContaminationCI = ci(func(r *SessionResult) Num { return r.Contamination })
+	m.TokensRatio, m.TokensRatioCI = ci(func(r *SessionResult) Num { return r.TokensRatio })
+	m.TokensVsBase, _ = ci(func(r *SessionResult) Num { return r.TokensVsBase })
+	m.ForwardedTokens, _ = ci(func(r *SessionResult) Num { return r.ForwardedTokens })
+	m.RoutingAccuracy, m.RoutingAccuracyCI = ci(func(r *SessionResult) Num { return r.RoutingAccuracy })
+	m.Routed, _ = ci(func(r *SessionResult) Num { return r.Routed })
+	m.FallbackRate, m.FallbackRateCI = ci(func(r *SessionResult) Num { return r.FallbackRate })
+	m.FallbackThreshold, _ = ci(func(r *SessionResult) Num { return r.FallbackThreshold })
+	m.FallbackError, _ = ci(func(r *SessionResult) Num { return r.FallbackError })
+	m.PrefixStability, m.PrefixStabilityCI = ci(func(r *SessionResult) Num { return r.PrefixStability })
+	var ds []Decision
+	var over []float64
+	for _, r := range rs {
+		ds = append(ds, r.decisions...)
+		over = append(over, r.overhead...)
+	}
+	var ece float64
+	m.Calibration, ece = Calibrate(ds, 10)
+	m.ECE = Num(ece)
+	m.OverheadP50, m.OverheadP95 = Num(Percentile(over, 50)), Num(Percentile(over, 95))
+	return m
+}

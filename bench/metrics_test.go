@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestRecallDecodesEscapes(t *testing.T) {
+	// The proxy may escape <, > and & (Go's encoding/json does) or not;
+	// requests compare against the decoded text either way.
+	body := []byte(`{"messages":[` +
+		`{"role":"system","content":"sys"},` +
+		`{"role":"user","content":"fix the \u003cparser\u003e \u0026 \"quoted\" names"},` +
+		`{"role":"user","content":[{"type":"text","text":"Task t1 state (rcm memory)\nkeep\nempty input"}]},` +
+		`{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"grep <x>\"}"}}]}]}`)
+	fwd := ParseForwarded(body)
+	if len(fwd) != 4 {
+		t.Fatalf("%d messages", len(fwd))
+	}
+	tests := []struct {
+		name     string
+		requests []string
+		want     float64
+	}{
+		{"none to find", nil, 1},
+		{"escaped quotes and angle brackets", []string{`fix the <parser> & "quoted" names`}, 1},
+		{"in a content array", []string{"keep\nempty input"}, 1},
+		{"in tool-call arguments", []string{`{"command":"grep <x>"}`}, 1},
+		{"one of two missing", []string{`fix the <parser>`, "never sent"}, 0.5},
+		{"escaped form is not the text", []string{`\u003cparser\u003e`}, 0},
+		{"not across messages", []string{"names\nTask t1"}, 0},
+	}
+	for _, tc := range tests {
+		if got := Recall(tc.requests, fwd); got != tc.want {
+			t.Errorf("%s: recall %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// history builds a History from (owner, message) pairs.
+func history(pairs ...any) *History {
+	h := &History{
+		Checkout: map[string]string{"A": "/work/ws1", "B": "/work/ws2", "C": "/work/ws3"},
+		Requests: map[string][]string{},
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		owner, m := pairs[i].(string), pairs[i+1].(Message)
+		h.Owner = append(h.Owner, owner)
+		h.Messages = append(h.Messages, m)
+		if m.Role == RoleUser && owner != "" {
+			h.Requests[owner] = append(h.Requests[owner], m.Content)
+		}
+	}
+	return h
+}
+
+func fwdOf(t *testing.T, ms ...Message) []Forwarded {
+	t.Helper()
+	var b []byte
+	b = append(b, `{"messages":[`...)
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		j, err := marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, j...)
+	}
+	return ParseForwarded(append(b, "]}"...))
+}
+
+func TestAttributeAndContamination(t *testing.T) {
+	sys := Message{Role: RoleSystem, Content: "system prompt"}
+	reqA := Message{Role: RoleUser, Content: "In /work/ws1 fix A"}
+	callA := Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}}}}
+	okA := Message{Role: RoleTool, ToolCallID: "c1", Content: "OK"}
+	reqB := Message{Role: RoleUser, Content: "In /work/ws2 fix B"}
+	callB := callA // the same call id and command in another task
+	okB := okA
+	reqA2 := Message{Role: RoleUser, Content: "More on A"}
+	h := history("", sys, "A", reqA, "A", callA, "A", okA, "B", reqB, "B", callB, "B", okB, "A", reqA2)
+
+	memoryB := Message{Role: RoleUser, Content: "Task B state (rcm memory)\nRequirements:\nIn /work/ws2 fix B"}
+	memoryA := Message{Role: RoleUser, Content: "Task A state (rcm memory)\nWorkspace: /work/ws1 (files /work/ws1/a.py)"}
+	summary := Message{Role: RoleAssistant, Content: "worked in /work/ws1 and /work/ws2"}
+	tests := []struct {
+		name  string
+		fwd   []Message
+		want  []string
+		contA float64 // contamination with focus A, computed from the sizes below
+	}{
+		{"native: everything in order", []Message{sys, reqA, callA, okA, reqB, callB, okB, reqA2},
+			[]string{"", "A", "A", "A", "B", "B", "B", "A"}, -1},
+		{"routed: repeated messages keep their own task", []Message{sys, reqA, callA, okA, reqA2},
+			[]string{"", "A", "A", "A", "A"}, 0},
+		{"the other task's repeats after its request", []Message{sys, reqB, callB, okB},
+			[]string{"", "B", "B", "B"}, -1},
+		{"inserted records: by quoted request, then by checkout", []Message{sys, memoryA, memoryB, reqA2},
+			[]string{"", "A", "B", "A"}, -1},
+		{"a tie is unattributed", []Message{sys, summary}, []string{"", ""}, 0},
+	}
+	for _, tc := range tests {
+		fwd := fwdOf(t, tc.fwd...)
+		got := h.Attribute(fwd)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: owners %q, want %q", tc.name, got, tc.want)
+			continue
+		}
+		total, other := 0, 0
+		for i, f := range fwd {
+			total += f.Bytes
+			if tc.want[i] == "B" {
+				other += f.Bytes
+			}
+		}
+		want := float64(other) / float64(total)
+		if tc.contA == 0 && want != 0 {
+			t.Fatalf("%s: test expects no contamination", tc.name)
+		}
+		if c := Contamination(fwd, got, "A"); math.Abs(c-want) > 1e-12 {
+			t.Errorf("%s: contamination %v, want %v", tc.name, c, want)
+		}
+	}
+	if c := Contamination(nil, nil, "A"); c != 0 {
+		t.Errorf("empty: %v", c)
+	}
+}
+
+func TestPrefixStability(t *testing.T) {
+	tests := []struct {
+		prev, cur string
+		want      float64
+	}{
+		{`[1,2]`, `[1,2,3]`, 4.0 / 7},
+		{`[1,2,3]`, `[1,2,3]`, 1},
+		{`[9]`, `[1,2]`, 1.0 / 5},
+		{``, `[1]`, 0},
+		{`[1,2,3,4]`, `[1,2]`, 4.0 / 5},
+		{`x`, ``, 1},
+	}
+	for _, tc := range tests {
+		if got := PrefixStability([]byte(tc.prev), []byte(tc.cur)); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("PrefixStability(%q, %q) = %v, want %v", tc.prev, tc.cur, got, tc.want)
+		}
+	}
+}
+
+func TestCalibrate(t *testing.T) {
+	ds := []Decision{
+		{0.95, true}, {0.95, true}, {0.95, false}, {1.0, true}, // bin 0.9-1.0: conf 0.9625, acc 0.75
+		{0.55, true}, {0.45, false}, // bins 0.5 and 0.4
+	}
+	bins, ece := Calibrate(ds, 10)
+	if len(bins) != 3 || bins[0].Lo != 0.4 || bins[1].Lo != 0.5 || bins[2].Lo != 0.9 || bins[2].N != 4 {
+		t.Fatalf("bins %+v", bins)
+	}
+	if math.Abs(float64(bins[2].Confidence)-0.9625) > 1e-12 || bins[2].Accuracy != 0.75 {
+		t.Errorf("top bin %+v", bins[2])
+	}
+	want := (4*math.Abs(0.75-0.9625) + 1*math.Abs(1-0.55) + 1*math.Abs(0-0.45)) / 6
+	if math.Abs(ece-want) > 1e-12 {
+		t.Errorf("ECE %v, want %v", ece, want)
+	}
+	if _, ece := Calibrate(nil, 10); !math.IsNaN(ece) {
+		t.Errorf("ECE of nothing %v, want NaN", ece)
+	}
+	if _, ece := Calibrate([]Decision{{1, true}, {0, false}}, 10); ece != 0 {
+		t.Errorf("perfect calibration: ECE %v", ece)
+	}
+}
+
+func TestMapTasks(t *testing.T) {
+	tests := []struct {
+		name        string
+		got, truth  []string
+		want        map[string]string
+		wantCorrect int
+	}{
+		{"renamed ids", []string{"t1", "t1", "t2", "t1"}, []string{"A", "A", "B", "A"},
+			map[string]string{"t1": "A", "t2": "B"}, 4},
+		{"a split task: the smaller part maps to nothing", []string{"t1", "t2", "t2", "t3"}, []string{"A", "A", "A", "B"},
+			map[string]string{"t2": "A", "t3": "B"}, 3},
+		{"merged tasks: one id gets the majority only", []string{"t1", "t1", "t1", ""}, []string{"A", "A", "B", "B"},
+			map[string]string{"t1": "A"}, 2},
+	}
+	for _, tc := range tests {
+		m := MapTasks(tc.got, tc.truth)
+		if !reflect.DeepEqual(m, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, m, tc.want)
+		}
+		n := 0
+		for i, g := range tc.got {
+			if g != "" && m[g] == tc.truth[i] {
+				n++
+			}
+		}
+		if n != tc.wantCorrect {
+			t.Errorf("%s: %d correct, want %d", tc.name, n, tc.wantCorrect)
+		}
+	}
+}
+
+func TestMeanCIAndPercentile(t *testing.T) {
+	m, lo, hi := MeanCI([]float64{1, 2, 3, 4})
+	// sd = 1.2910, se = 0.6455, t(3) = 3.182
+	if m != 2.5 || math.Abs(hi-m-3.182*math.Sqrt(5.0/3/4)) > 1e-9 || math.Abs((m-lo)-(hi-m)) > 1e-12 {
+		t.Errorf("MeanCI = %v [%v, %v]", m, lo, hi)
+	}
+	if m, lo, hi := MeanCI([]float64{0.7}); m != 0.7 || lo != 0.7 || hi != 0.7 {
+		t.Errorf("one value: %v [%v, %v]", m, lo, hi)
+	}
+	if m, _, _ := MeanCI(nil); !math.IsNaN(m) {
+		t.Errorf("no values: %v", m)
+	}
+	xs := []float64{5, 1, 4, 2, 3}
+	if p := Percentile(xs, 50); p != 3 {
+		t.Errorf("p50 %v", p)
+	}
+	if p := Percentile(xs, 95); math.Abs(p-4.8) > 1e-12 {
+		t.Errorf("p95 %v", p)
+	}
+	if p := Percentile(nil, 50); !math.IsNaN(p) {
+		t.Errorf("p50 of nothing %v", p)
+	}
+}
+
+func TestNumJSON(t *testing.T) {
+	for _, tc := range []struct {
+		n    Num
+		want string
+	}{{Num(math.NaN()), "null"}, {0.1234567891, "0.123457"}, {1, "1"}} {
+		b, _ := tc.n.MarshalJSON()
+		if string(b) != tc.want {
+			t.Errorf("%v: %s, want %s", tc.n, b, tc.want)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type benchRow struct {
+	Mode          string
+	Threshold     float64
+	N             int
+	FocusRecall   *float64 `json:"focus_recall"`
+	TokensRatio   *float64 `json:"tokens_ratio"`
+	Contamination *float64 `json:"contamination"`
+	Routing       *float64 `json:"routing_accuracy"`
+	Fallback      *float64 `json:"fallback_rate"`
+	Prefix        *float64 `json:"prefix_stability"`
+	Overhead      *float64 `json:"overhead_ms_p50"`
+}
+
+type benchResults struct {
+	Sessions    int
+	Completed   int `json:"completed_sessions"`
+	Interrupted bool
+	Results     []benchRow
+}
+
+func readResults(t *testing.T, dir string) benchResults {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r benchResults
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestBenchReplayRealProxy replays the small spec through the real proxy
+// (proxy.New) in every mode: native is the unchanged baseline.
+func TestBenchReplayRealProxy(t *testing.T) {
+	dir := t.TempDir()
+	stdout, _ := os.Create(filepath.Join(dir, "stdout"))
+	stderr, _ := os.Create(filepath.Join(dir, "stderr"))
+	t.Setenv("RCM_BENCH_THRESHOLDS", "0.8") // the environment twin
+	err := replay(context.Background(), []string{"--spec", "../../bench/testdata/replay_small.json", "--out", filepath.Join(dir, "out")}, stdout, stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readResults(t, filepath.Join(dir, "out"))
+	if r.Completed != r.Sessions || r.Interrupted || len(r.Results) != 3 {
+		t.Fatalf("completed %d of %d, interrupted %v, %d rows", r.Completed, r.Sessions, r.Interrupted, len(r.Results))
+	}
+	for _, row := range r.Results {
+		if row.Threshold != 0.8 || row.N != r.Sessions || row.FocusRecall == nil || row.TokensRatio == nil ||
+			row.Contamination == nil || row.Fallback == nil || row.Prefix == nil || row.Overhead == nil {
+			t.Errorf("%s: %+v", row.Mode, row)
+		}
+	}
+	native := r.Results[0]
+	if native.Mode != "native" || *native.FocusRecall != 1 || *native.TokensRatio != 1 || *native.Contamination <= 0 || native.Routing != nil {
+		t.Errorf("native: recall %v, tokens ratio %v, contamination %v, routing %v", *native.FocusRecall, *native.TokensRatio, *native.Contamination, native.Routing)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "out", "report.md"))
+	if err != nil || !strings.Contains(string(md), "| native | 0.80 |") {
+		t.Errorf("report.md: %v\n%s", err, md)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	if !strings.Contains(string(out), "native") || !strings.Contains(string(out), "tokens ratio") {
+		t.Errorf("stdout has no summary table:\n%s", out)
+	}
+}
+
+func TestBenchReplayRefusesBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--spec", "a.json", "--data", "d"},
+		{"--thresholds", "0.8,x"},
+		{"--modes", "fast"},
+		{"--spec", "does-not-exist.json"},
+		{"--overhead", "maybe"},
+	} {
+		dir := t.TempDir()
+		f, _ := os.Create(filepath.Join(dir, "log"))
+		if err := replay(context.Background(), append(args, "--out", dir), f, f); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// TestBenchReplayInterrupt runs the demo pack as a process and interrupts
+// it: it stops, says so, and writes the sessions that finished.
+func TestBenchReplayInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	cmd := command("bench", "replay", "--modes", "native,rcm", "--thresholds", "0.8", "--out", dir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "replay:") { // plain progress lines: not a terminal
+			break
+		}
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	var rest strings.Builder
+	for sc.Scan() {
+		rest.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	if err == nil || !strings.Contains(rest.String(), "interrupted") {
+		t.Errorf("exit %v, stderr:\n%s", err, rest.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v to stop", d)
+	}
+	r := readResults(t, dir)
+	if !r.Interrupted || r.Completed >= r.Sessions {
+		t.Errorf("results.json: interrupted %v, %d of %d sessions", r.Interrupted, r.Completed, r.Sessions)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.md")); err != nil {
+		t.Error(err)
+	}
+}

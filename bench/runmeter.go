@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tidwall/gjson"
+)
+
+// Meter wraps the proxy's handler and keeps each harness session's
+// accounting (Usage), keyed by the x-session-id header OpenCode sends on
+// every call: the proxy's token estimates from its X-RCM-Tokens-In/Out
+// response headers, and the upstream's usage read from the answer (the
+// streamed usage chunk, or the JSON body's usage). Answers pass through
+// unchanged and unbuffered.
+type Meter struct {
+	next http.Handler
+
+	mu       sync.Mutex
+	sessions map[string]Usage
+}
+
+// NewMeter returns a Meter in front of next.
+func NewMeter(next http.Handler) *Meter {
+	return &Meter{next: next, sessions: map[string]Usage{}}
+}
+
+// Usage returns what session's calls have used so far.
+func (m *Meter) Usage(session string) Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[session]
+}
+
+func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get("X-Session-Id")
+	if sid == "" || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	mw := &meterWriter{ResponseWriter: w}
+	m.next.ServeHTTP(mw, r)
+	u := Usage{Calls: 1}
+	if mw.status != 0 && mw.status != http.StatusOK {
+		u.Errors = 1
+	}
+	u.SentTokens = headerInt(mw.header, "X-RCM-Tokens-In")
+	u.ForwardedTokens = headerInt(mw.header, "X-RCM-Tokens-Out")
+	if mw.usage.Exists() {
+		u.UsageCalls = 1
+		u.PromptTokens = int(mw.usage.Get("prompt_tokens").Int())
+		u.CachedTokens = int(mw.usage.Get("prompt_tokens_details.cached_tokens").Int())
+		u.CompletionTokens = int(mw.usage.Get("completion_tokens").Int())
+	}
+	m.mu.Lock()
+	m.sessions[sid] = m.sessions[sid].Add(u)
+	m.mu.Unlock()
+}
+
+func headerInt(h http.Header, name string) int {
+	n, _ := strconv.Atoi(h.Get(name))
+	return n
+}
+
+// meterWriter notes the status and headers as sent, and scans the answer
+// for a usage object: line by line in an event stream (only the current
+// line is held), whole (up to maxMetered bytes) otherwise.
+type meterWriter struct {
+	http.ResponseWriter
+	status int
+	header http.Header
+	line   []byte
+	body   []byte
+	sse    bool
+	usage  gjson.Result
+}
+
+// maxMetered bounds what is kept of a non-streamed answer or of one event line.
+const maxMetered = 8 << 20
+
+func (w *meterWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status, w.header = code, w.Header().Clone()
+		w.sse = strings.HasPrefix(w.header.Get("Content-Type"), "text/event-stream")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *meterWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.sse {
+		w.scan(p)
+	} else if len(w.body)+len(p) <= maxMetered {
+		w.body = append(w.body, p...)
+		if u := gjson.GetBytes(w.body, "usage"); u.IsObject() {
+			w.usage = u
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// scan feeds p to the line splitter; each complete "data:" line that holds
+// a usage object replaces the one seen before.
+func (w *meterWriter) scan(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(w.line)+len(p) <= maxMetered {
+				w.line = append(w.line, p...)
+			}
+			return
+		}
+		w.line = append(w.line, p[:i]...)
+		p = p[i+1:]
+		if data, ok := bytes.CutPrefix(bytes.TrimSpace(w.line), []byte("data:")); ok && bytes.Contains(data, []byte(`"usage"`)) {
+			if u := gjson.GetBytes(bytes.TrimSpace(data), "usage"); u.IsObject() {
+				w.usage = gjson.Parse(strings.Clone(u.Raw)) // line is reused
+			}
+		}
+		w.line = w.line[:0]
+	}
+}
+
+// Flush keeps the proxy's per-event flushes working through the wrapper.
+func (w *meterWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (w *meterWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runbench "github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/bench/opencode"
+	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/proxy"
+)
+
+// runConfig is what `rcm bench run` is told.
+type runConfig struct {
+	spec, modes, thresholds, conditions, sessions string
+	repeats, continuations, concurrency, context  int64
+	out, upstream, key, model, repos, harness     string
+	opencodeBin, db, keep                         string
+	budget, verifyTimeout                         time.Duration
+}
+
+func runOptions(c *runConfig) []option {
+	return []option{
+		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file (bench/SPEC.md); required", set: stringOpt(&c.spec)},
+		{flag: "upstream", env: "RCM_UPSTREAM", help: "the model endpoint, an OpenAI-compatible base URL ending in /v1; required", set: stringOpt(&c.upstream)},
+		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "the endpoint's API key (use the environment)", set: stringOpt(&c.key), secret: true},
+		{flag: "model", env: "RCM_BENCH_MODEL", help: "the upstream model id the harness asks for; required", set: stringOpt(&c.model)},
+		{flag: "repos", env: "RCM_BENCH_REPOS", help: "folder of local git clones, DIR/owner/name, DIR/name or DIR/owner__name; required", set: stringOpt(&c.repos)},
+		{flag: "out", env: "RCM_BENCH_OUT", help: "folder for runs.jsonl, patches, logs and the report (default ./bench-run)", set: stringOpt(&c.out)},
+		{flag: "modes", env: "RCM_BENCH_MODES", help: "comma-separated modes (default native,router,rcm)", set: stringOpt(&c.modes)},
+		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds for router and rcm (default 0.8)", set: stringOpt(&c.thresholds)},
+		{flag: "conditions", env: "RCM_BENCH_CONDITIONS", help: "comma-separated schedules: base, switch (default both)", set: stringOpt(&c.conditions)},
+		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "comma-separated session ids to run (default all)", set: stringOpt(&c.sessions)},
+		{flag: "repeats", env: "RCM_BENCH_REPEATS", help: "runs of each session, condition and arm (default 1)", set: intOpt(&c.repeats)},
+		{flag: "harness", env: "RCM_BENCH_HARNESS", help: "the agent to drive: opencode (default)", set: stringOpt(&c.harness)},
+		{flag: "opencode-bin", env: "RCM_OPENCODE_BIN", help: "an opencode binary to use instead of installing OpenCode " + opencode.Version + " from npm", set: stringOpt(&c.opencodeBin)},
+		{flag: "budget", env: "RCM_BENCH_BUDGET", help: "time per request before a continuation (default 900s)", set: durationOpt(&c.budget)},
+		{flag: "continuations", env: "RCM_BENCH_CONTINUATIONS", help: "continuations after a request's budget runs out (default 3; 0 none)", set: intOpt(&c.continuations)},
+		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "runs at once (default 1)", set: intOpt(&c.concurrency)},
+		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000)", set: intOpt(&c.context)},
+		{flag: "verify-timeout", env: "RCM_BENCH_VERIFY_TIMEOUT", help: "time limit of a test command (default 30m)", set: durationOpt(&c.verifyTimeout)},
+		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default OUT/rcm.db)", set: stringOpt(&c.db)},
+		{flag: "keep", env: "RCM_BENCH_KEEP", help: "keep each run's checkouts under OUT/work: true or false (default false)", set: stringOpt(&c.keep)},
+	}
+}
+
+const runIntro = `Usage: rcm bench run --spec FILE --upstream URL --model ID --repos DIR [flags]
+
+Drives a real harness (OpenCode through 'opencode serve') through each session's S_base and S_switch
+schedules in each mode, through an in-process rcm proxy pointed at --upstream, scores the focus
+task's final patch with its tests, and appends one line per run to OUT/runs.jsonl (a rerun resumes).
+The API key comes from RCM_UPSTREAM_KEY. Every flag has an environment twin.`
+
+func benchRun(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := runConfig{out: "bench-run", harness: "opencode", keep: "false", continuations: runbench.DefaultContinuations}
+	if err := parseOptions("bench run", args, runOptions(&c), false, runIntro); err != nil {
+		return err
+	}
+	var missing []string
+	for _, f := range [][2]string{{"spec", c.spec}, {"upstream", c.upstream}, {"model", c.model}, {"repos", c.repos}} {
+		if f[1] == "" {
+			missing = append(missing, "--"+f[0])
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("bench run: missing %s\n\n%s", strings.Join(missing, ", "), runIntro)
+	}
+	if c.harness != "opencode" {
+		return fmt.Errorf("bench run: --harness %q: only opencode is supported", c.harness)
+	}
+	keep, err := strconv.ParseBool(c.keep)
+	if err != nil {
+		return fmt.Errorf("--keep %q: %w", c.keep, err)
+	}
+	opts := runbench.RunOptions{
+		Repeats: int(c.repeats), Budget: c.budget, Concurrency: int(c.concurrency), Model: c.model,
+		VerifyTimeout: c.verifyTimeout, Keep: keep, Out: c.out, Log: stderr,
+		Modes: splitList(strings.ToLower(c.modes)), Conditions: splitList(c.conditions), Sessions: splitList(c.sessions),
+		Continuations: int(c.continuations),
+	}
+	if c.continuations == 0 {
+		opts.Continuations = -1 // none; RunOptions reads 0 as the default
+	}
+	for _, t := range splitList(c.thresholds) {
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return fmt.Errorf("--thresholds %q: %w", c.thresholds, err)
+		}
+		opts.Thresholds = append(opts.Thresholds, v)
+	}
+
+	// Everything that can be checked without a model call, cheapest first.
+	spec, err := runbench.Load(c.spec)
+	if err != nil {
+		return err
+	}
+	repos := &runbench.Repos{Dir: c.repos}
+	if _, err := repos.Commits(ctx, spec, nil); err != nil {
+		return err
+	}
+	if err := runbench.CheckUpstream(ctx, c.upstream, c.key); err != nil {
+		return err
+	}
+	bin := c.opencodeBin
+	if bin == "" {
+		fmt.Fprintf(stderr, "installing OpenCode %s from npm (cached after the first time)\n", opencode.Version)
+		if bin, err = opencode.Install(ctx, "", opencode.Version); err != nil {
+			return fmt.Errorf("the harness cannot be installed: %w", err)
+		}
+	} else if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("--opencode-bin: %w", err)
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	out, err := filepath.Abs(c.out)
+	if err != nil {
+		return err
+	}
+	opts.Out = out
+
+	// The proxy, in-process on loopback, with the meter in front of it.
+	db := c.db
+	if db == "" {
+		db = filepath.Join(out, "rcm.db")
+	}
+	logf, err := os.OpenFile(filepath.Join(out, "proxy.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cfg := proxy.Config{Listen: "127.0.0.1:0", Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	h, err := proxy.New(cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.Close()
+		return err
+	}
+	meter := runbench.NewMeter(h)
+	psrv := &http.Server{Handler: meter, ReadHeaderTimeout: 30 * time.Second}
+	go psrv.Serve(ln)
+	defer func() {
+		psrv.Close()
+		if err := h.Close(); err != nil {
+			fmt.Fprintln(stderr, "rcm: closing the proxy's store:", err)
+		}
+	}()
+	opts.Proxy, opts.Meter, opts.Repos = "http://"+ln.Addr().String(), meter, repos
+
+	harnessDir := filepath.Join(out, "harness")
+	oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{
+		Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,
+		Model: opencode.Model{ID: c.model, Context: int(c.context)}, Arms: opts.Arms(),
+	})
+	if err != nil {
+		return err
+	}
+	defer oc.Close()
+	opts.Harness = oc
+
+	bar := runbench.NewBar(os.Stderr)
+	opts.Progress = bar.Update
+	st, err := runbench.Run(ctx, spec, opts)
+	bar.Done()
+	fmt.Fprintf(stdout, "%d runs: %d done now, %d done before, %d failed\n", st.Total, st.Done, st.Skipped, st.Failed)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: %s holds the runs that finished; run the same command again to resume", filepath.Join(out, runbench.RunsFile))
+	}
+	if st.Done+st.Skipped > 0 {
+		if _, rerr := runbench.WriteRunReport(out); rerr != nil {
+			err = errors.Join(err, rerr)
+		} else {
+			fmt.Fprintf(stdout, "wrote %s in %s\n", runbench.RunReportFile, out)
+		}
+	}
+	return err
+}
+
+// benchReport is `rcm bench report DIR`.
+func benchReport(args []string, stdout io.Writer) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return errors.New("usage: rcm bench report DIR (the --out folder of rcm bench run)")
+	}
+	rep, err := runbench.WriteRunReport(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d runs over %d sessions\n\n", rep.Runs, rep.Sessions)
+	fmt.Fprintf(stdout, "%-8s %9s %10s %10s %8s\n", "mode", "threshold", "Res_unint", "Res_switch", "Gap")
+	for _, a := range rep.Arms {
+		thr := "-"
+		if t := float64(a.Threshold); t == t {
+			thr = strconv.FormatFloat(t, 'f', -1, 64)
+		}
+		fmt.Fprintf(stdout, "%-8s %9s %10.3f %10.3f %8.3f\n", a.Mode, thr, float64(a.ResUnint), float64(a.ResSwitch), float64(a.Gap))
+	}
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and plots in %s\n", runbench.RunReportFile, runbench.RunSummaryFile, runbench.RunSummaryCSV, args[0])
+	return nil
+}
+
+// benchUpstream is `rcm bench upstream`: the scripted model on a port, for
+// dry runs of `rcm bench run` without a real model.
+func benchUpstream(args []string, stderr io.Writer) error {
+	var script, listen string
+	opts := []option{
+		{flag: "script", env: "RCM_BENCH_SCRIPT", help: "scripted upstream JSON (bench/scripted docs); required", set: stringOpt(&script)},
+		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on (default 127.0.0.1:8788)", set: stringOpt(&listen)},
+	}
+	listen = "127.0.0.1:8788"
+	if err := parseOptions("bench upstream", args, opts, false,
+		"Usage: rcm bench upstream --script FILE [--listen ADDR]\n\nServes a scripted OpenAI-compatible model at http://ADDR/v1."); err != nil {
+		return err
+	}
+	if script == "" {
+		return errors.New("bench upstream: missing --script")
+	}
+	s, err := scripted.LoadScriptFile(script)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "scripted upstream at http://%s/v1\n", ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := scripted.New(s).Serve(ctx, ln); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

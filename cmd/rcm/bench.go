@@ -23,6 +23,9 @@ import (
 
 const benchUsage = `Usage:
   rcm bench replay [flags]   replay sessions through the proxy against a scripted upstream
+  rcm bench run [flags]      drive a real harness through the schedules and score the patches
+  rcm bench report DIR       Res_unint, Res_switch, Gap and costs of a bench run's results
+  rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
 `
 
 func bench(args []string) error {
@@ -34,6 +37,12 @@ func bench(args []string) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return replay(ctx, args[1:], os.Stdout, os.Stderr)
+	case "run":
+		return benchRun(args[1:], os.Stdout, os.Stderr)
+	case "report":
+		return benchReport(args[1:], os.Stdout)
+	case "upstream":
+		return benchUpstream(args[1:], os.Stderr)
 	default:
 		return fmt.Errorf("bench: unknown subcommand %q\n\n%s", args[0], benchUsage)
 	}

@@ -181,7 +181,12 @@ func (f *fitter) condense(ti int) bool {
 	cutAny := false
 	for i := tr.Start; i < tr.End; i++ {
 		m := &f.t.Messages[i]
-		if !f.kept[i] || len(m.Text) <= longText {
+		// Decoding never lengthens text: a short raw message is short.
+		if !f.kept[i] || len(m.Raw) <= longText {
+			continue
+		}
+		text := m.Text()
+		if len(text) <= longText {
 			continue
 		}
 		if _, replaced := f.replace[i]; replaced {
@@ -196,7 +201,7 @@ func (f *fitter) condense(ti int) bool {
 		default:
 			continue
 		}
-		raw, err := withContent(m.Raw, cut(m.Text, what))
+		raw, err := withContent(m.Raw, cut(text, what))
 		if err != nil || len(raw) >= len(m.Raw) {
 			continue
 		}

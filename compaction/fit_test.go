@@ -120,10 +120,10 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 			}
 			cutN, _ := strconv.Atoi(sm[1])
 			total, _ := strconv.Atoi(sm[2])
-			if total != len(m.Text) || len(text)-len(sm[0])+cutN != total {
-				t.Fatalf("marker %q does not add up for %d bytes", sm[0], len(m.Text))
+			if total != len(m.Text()) || len(text)-len(sm[0])+cutN != total {
+				t.Fatalf("marker %q does not add up for %d bytes", sm[0], len(m.Text()))
 			}
-			if !strings.HasPrefix(m.Text, text[:strings.Index(text, sm[0])]) || !strings.HasSuffix(m.Text, text[strings.Index(text, sm[0])+len(sm[0]):]) {
+			if !strings.HasPrefix(m.Text(), text[:strings.Index(text, sm[0])]) || !strings.HasSuffix(m.Text(), text[strings.Index(text, sm[0])+len(sm[0]):]) {
 				t.Fatalf("message %d: head or tail not kept verbatim", i)
 			}
 			if !gjson.ValidBytes(newRaw) || gjson.GetBytes(newRaw, "tool_call_id").Str != m.ToolCallID {

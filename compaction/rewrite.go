@@ -71,7 +71,7 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if strings.Contains(m.Text, conversationTag) {
+			if strings.Contains(m.Text(), conversationTag) {
 				return i
 			}
 			return -1

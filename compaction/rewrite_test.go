@@ -88,7 +88,7 @@ func TestRewriteCaptures(t *testing.T) {
 				t.Errorf("kind %s after rewrite", re.Kind)
 			}
 			text := gjson.GetBytes(newRaw, "content").Str
-			orig := tr.Messages[p].Text
+			orig := tr.Messages[p].Text()
 			if !strings.HasPrefix(text, orig) {
 				t.Fatal("original prompt text not kept intact at the start")
 			}
@@ -182,7 +182,7 @@ func TestRewritePromptParts(t *testing.T) {
 	if n := len(parts.Array()); n != 2 {
 		t.Fatalf("%d parts, want the original and one appended: %s", n, parts.Raw)
 	}
-	if parts.Get("0.text").Str != tr.Messages[1].Text || !strings.Contains(parts.Get("1.text").Str, "## Task t2") {
+	if parts.Get("0.text").Str != tr.Messages[1].Text() || !strings.Contains(parts.Get("1.text").Str, "## Task t2") {
 		t.Errorf("parts %s", parts.Raw)
 	}
 	// A prompt without the conversation tag is not the harness's.

@@ -185,7 +185,7 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 		ids = append(ids, task)
 	}
 	sort.Strings(ids)
-	parsed, general, found := split(t.Messages[answer].Text, ids)
+	parsed, general, found := split(t.Messages[answer].Text(), ids)
 	if !found {
 		return nil, false
 	}

@@ -99,7 +99,7 @@ func (r *Record) Observe(o Observation) {
 			continue
 		}
 		if turn.Kind == transcript.Request && !known[fp] {
-			r.addRequirement(turn.Request(tr).Text, fp)
+			r.addRequirement(turn.Request(tr).Text(), fp)
 			known[fp] = true
 		}
 		msgs := tr.Messages[turn.Start+1 : turn.End]
@@ -190,7 +190,7 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 	for _, m := range msgs {
 		switch m.Role {
 		case "assistant":
-			if t := strings.TrimSpace(m.Text); t != "" {
+			if t := strings.TrimSpace(m.Text()); t != "" {
 				closing = t
 			}
 			for _, tc := range m.ToolCalls {
@@ -199,7 +199,7 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			}
 		case "tool":
 			if i, ok := pending[m.ToolCallID]; ok {
-				calls[i].result, calls[i].hasResult = m.Text, true
+				calls[i].result, calls[i].hasResult = m.Text(), true
 				delete(pending, m.ToolCallID)
 			}
 		}

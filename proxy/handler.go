@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,8 +128,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	threshold := h.cfg.Threshold
 	if v := r.Header.Get(HeaderThreshold); v != "" {
 		t, err := strconv.ParseFloat(v, 64)
-		if err != nil || t < 0 || t > 1 {
-			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: want a number in [0, 1]", HeaderThreshold, v)})
+		if err != nil || t <= 0 || t > 1 {
+			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: want a number in (0, 1]", HeaderThreshold, v)})
 			return
 		}
 		threshold = t
@@ -139,7 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.forward(w, r, path, nil, nil)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	body, err := readBody(w, r, h.cfg.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -155,6 +156,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
 	h.done(r, a)
+}
+
+// readBody reads the request body, at most max bytes, in one allocation
+// when the client declared its length.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= max {
+		buf.Grow(int(n) + 1) // +1: ReadFrom's final read finds room and sees EOF
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
+	return buf.Bytes(), err
 }
 
 // splitMode strips a mode prefix (/native, /router, /rcm) from a /v1 path.

@@ -23,7 +23,7 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 			if turn.Kind != transcript.Summary || turn.Start+1 >= turn.End {
 				continue
 			}
-			sections := compaction.SplitSummary(t.Messages[turn.Start+1].Text, ids)
+			sections := compaction.SplitSummary(t.Messages[turn.Start+1].Text(), ids)
 			if rep, ok := compaction.ScopeSummary(t, ti, a.task, sections); ok {
 				if e.Replace == nil {
 					e.Replace = map[int][]byte{}
@@ -170,7 +170,7 @@ func (h *Handler) observe(a *assembly) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	reply, _ := transcript.ParseReply(a.resp.Bytes(), a.sse)
-	summary, err := h.summarizer.Summarize(ctx, rec, reply.Text)
+	summary, err := h.summarizer.Summarize(ctx, rec, reply.Text())
 	if err != nil {
 		h.log.Info("memory model failed; the deterministic record stays", "session", a.session, "task", a.task, "err", err)
 		return nil
@@ -188,7 +188,7 @@ func (h *Handler) attributeSummary(a *assembly) error {
 	if !ok || len(a.knownTasks) < 2 {
 		return nil
 	}
-	for id, section := range compaction.SplitSummary(reply.Text, a.knownTasks) {
+	for id, section := range compaction.SplitSummary(reply.Text(), a.knownTasks) {
 		if err := h.store.UpdateRecord(a.session, id, func(r *memory.Record) error {
 			r.Task = id
 			r.Summary = section

@@ -24,9 +24,9 @@ func sessionID(h http.Header, t *transcript.Transcript) string {
 	}
 	sum := sha256.New()
 	for i := 0; i < t.Preamble; i++ {
-		sum.Write([]byte(t.Messages[i].Text))
+		sum.Write([]byte(t.Messages[i].Text()))
 		sum.Write([]byte{0})
 	}
-	sum.Write([]byte(t.Turns[0].Request(t).Text))
+	sum.Write([]byte(t.Turns[0].Request(t).Text()))
 	return "drv_" + hex.EncodeToString(sum.Sum(nil)[:12])
 }

@@ -153,4 +153,4 @@ func (s *session) describe(i int) string {
 	return b.String()
 }
 
-func (s *session) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text }
+func (s *session) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }

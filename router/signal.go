@@ -19,7 +19,7 @@ type signals struct {
 // read gathers the signals of turn tn, reading the first cap bytes of its
 // request, and, when terms is not nil, feeds the turn's lexical terms to it.
 func read(t *transcript.Transcript, tn transcript.Turn, cap int, terms func(term, bool)) signals {
-	req := clip(t.Messages[tn.Start].Text, cap)
+	req := clip(t.Messages[tn.Start].Text(), cap)
 	s := signals{tag: Tag(req), followup: FollowUp(req)}
 	c := collector{terms: terms, roots: &s.named}
 	scan(req, &c)

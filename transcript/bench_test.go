@@ -19,7 +19,7 @@ func grow(b *testing.B, size int) []byte {
 		msgs.ForEach(func(k, m gjson.Result) bool {
 			if k.Int() > 0 {
 				arr.WriteByte(',')
-				arr.Write(bytes.Replace([]byte(m.Raw), []byte("hello-from-tool"), []byte(fmt.Sprintf("output %d %s", i, bytes.Repeat([]byte("x"), 400))), 1))
+				arr.Write(bytes.Replace([]byte(m.Raw), []byte(`hello-from-tool\n`), []byte(fmt.Sprintf(`output %d %s\n`, i, bytes.Repeat([]byte("x"), 4000))), 1))
 			}
 			return true
 		})

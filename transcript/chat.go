@@ -49,23 +49,22 @@ func chatMessage(body []byte, v gjson.Result, i int) (Message, error) {
 	end := v.Index + len(v.Raw)
 	m := Message{Index: i, Raw: body[v.Index:end:end]}
 	hasRole := false
-	// One pass over the keys: a message's content can be large, and a Get
-	// per field would rescan it for every field that follows it.
-	v.ForEach(func(k, f gjson.Result) bool {
-		switch k.Str {
-		case "role":
-			m.Role, hasRole = f.Str, f.Type == gjson.String
-		case "content":
-			m.Text = contentText(f)
-		case "tool_call_id":
-			m.ToolCallID = f.String()
-		case "tool_calls":
-			f.ForEach(func(_, c gjson.Result) bool {
+	members(v.Raw, func(key, val string) {
+		switch key {
+		case `"role"`:
+			if r := gjson.Parse(val); r.Type == gjson.String {
+				m.Role, hasRole = r.Str, true
+			}
+		case `"content"`:
+			m.content = val
+		case `"tool_call_id"`:
+			m.ToolCallID = gjson.Parse(val).String()
+		case `"tool_calls"`:
+			gjson.Parse(val).ForEach(func(_, c gjson.Result) bool {
 				m.ToolCalls = append(m.ToolCalls, toolCall(c))
 				return true
 			})
 		}
-		return true
 	})
 	if !hasRole {
 		return Message{}, ErrBadMessage

@@ -23,7 +23,7 @@ func (t *Transcript) Fingerprints() []Fingerprint {
 		h := sha256.New()
 		h.Write(prev[:])
 		h.Write([]byte{byte(turn.Kind)})
-		h.Write([]byte(t.Messages[turn.Start].Text))
+		h.Write([]byte(t.Messages[turn.Start].Text()))
 		copy(fps[i][:], h.Sum(nil))
 		prev = fps[i]
 	}

@@ -34,7 +34,7 @@ func ParseReply(body []byte, sse bool) (Message, bool) {
 	} else {
 		parseCompletion(body, &m)
 	}
-	return m, m.Text != "" || len(m.ToolCalls) > 0
+	return m, m.text != "" || len(m.ToolCalls) > 0
 }
 
 // parseCompletion reads choices[0].message of a chat.completion object.
@@ -43,7 +43,7 @@ func parseCompletion(body []byte, m *Message) {
 	if !msg.IsObject() {
 		return
 	}
-	m.Text = contentString(msg.Get("content"))
+	m.text = contentString(msg.Get("content"))
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
 		if len(m.ToolCalls) >= MaxReplyCalls {
 			return false
@@ -147,7 +147,7 @@ func parseStream(body []byte, m *Message) {
 		}
 	}
 	event()
-	m.Text = text.String()
+	m.text = text.String()
 	for i := range calls {
 		calls[i].Arguments = args[i].String()
 		if calls[i].Name != "" || calls[i].Arguments != "" {

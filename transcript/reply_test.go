@@ -46,11 +46,11 @@ var scriptedReply = scripted.Reply{
 }
 
 func wantReply() transcript.Message {
-	m := transcript.Message{Role: "assistant", Text: scriptedReply.Text}
+	var calls []transcript.ToolCall
 	for _, c := range scriptedReply.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		calls = append(calls, transcript.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	return m
+	return transcript.NewMessage("assistant", scriptedReply.Text, calls)
 }
 
 func TestParseReplyScripted(t *testing.T) {
@@ -77,8 +77,8 @@ func TestParseReplyTruncated(t *testing.T) {
 	want := wantReply()
 	for n := range len(full) {
 		got, _ := transcript.ParseReply(full[:n], true)
-		if !strings.HasPrefix(want.Text, got.Text) {
-			t.Fatalf("cut at %d: text %q is not a prefix", n, got.Text)
+		if !strings.HasPrefix(want.Text(), got.Text()) {
+			t.Fatalf("cut at %d: text %q is not a prefix", n, got.Text())
 		}
 		if len(got.ToolCalls) > len(want.ToolCalls) {
 			t.Fatalf("cut at %d: %d tool calls", n, len(got.ToolCalls))
@@ -92,7 +92,7 @@ func TestParseReplyTruncated(t *testing.T) {
 	}
 	// A JSON answer cut short still gives what precedes the cut.
 	j := scriptedAnswer(t, scripted.Reply{Text: "all done"}, false)
-	if got, ok := transcript.ParseReply(j[:len(j)-20], false); !ok || got.Text != "all done" {
+	if got, ok := transcript.ParseReply(j[:len(j)-20], false); !ok || got.Text() != "all done" {
 		t.Errorf("cut JSON: %+v, %v", got, ok)
 	}
 }
@@ -106,18 +106,18 @@ func TestParseReplyShapes(t *testing.T) {
 		ok   bool
 	}{
 		{"CRLF, comments, event lines, no space after data:", ": keep-alive\r\nevent: message\r\ndata:{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n", true,
-			transcript.Message{Role: "assistant", Text: "hi"}, true},
+			transcript.NewMessage("assistant", "hi", nil), true},
 		{"multi-line data event", "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"x\"}}]}\n\n", true,
-			transcript.Message{Role: "assistant", Text: "x"}, true},
+			transcript.NewMessage("assistant", "x", nil), true},
 		{"choice 0 among others", "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"B\"}},{\"index\":0,\"delta\":{\"content\":\"A\"}}]}\n\n", true,
-			transcript.Message{Role: "assistant", Text: "A"}, true},
+			transcript.NewMessage("assistant", "A", nil), true},
 		{"tool call deltas without index", "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"comm\"}}]}}]}\n\n" +
 			"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"and\\\":\\\"ls\\\"}\"}}]}}]}\n\n", true,
 			transcript.Message{Role: "assistant", ToolCalls: []transcript.ToolCall{{ID: "c1", Name: "bash", Arguments: `{"command":"ls"}`}}}, true},
 		{"huge index ignored", "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1000000000,\"id\":\"x\",\"function\":{\"name\":\"bash\"}}]}}]}\n\n", true,
 			transcript.Message{Role: "assistant"}, false},
 		{"content parts", `{"choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}`, false,
-			transcript.Message{Role: "assistant", Text: "a\nb"}, true},
+			transcript.NewMessage("assistant", "a\nb", nil), true},
 		{"error object", `{"error":{"message":"rate limited"}}`, false, transcript.Message{Role: "assistant"}, false},
 		{"garbage", "\x00\xff{{{data: [", true, transcript.Message{Role: "assistant"}, false},
 		{"empty", "", true, transcript.Message{Role: "assistant"}, false},
@@ -136,7 +136,7 @@ func FuzzParseReply(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{"arguments":"{\"a`), false)
 	f.Fuzz(func(t *testing.T, body []byte, sse bool) {
 		m, ok := transcript.ParseReply(body, sse)
-		if ok != (m.Text != "" || len(m.ToolCalls) > 0) {
+		if ok != (m.Text() != "" || len(m.ToolCalls) > 0) {
 			t.Fatalf("ok %v for %+v", ok, m)
 		}
 		if len(m.ToolCalls) > transcript.MaxReplyCalls {

@@ -18,9 +18,9 @@ func classify(t *Transcript) Kind {
 			break
 		}
 		switch {
-		case strings.HasPrefix(m.Text, titlePrompt):
+		case strings.HasPrefix(m.Text(), titlePrompt):
 			return Title
-		case strings.HasPrefix(m.Text, compactionPrompt):
+		case strings.HasPrefix(m.Text(), compactionPrompt):
 			return Compaction
 		}
 	}
@@ -56,10 +56,14 @@ func segment(ms []Message) (turns []Turn, preamble int) {
 
 func opensTurn(ms []Message, i int) (TurnKind, bool) {
 	m := &ms[i]
-	if m.Role != "user" || IsContinuation(m.Text) {
+	if m.Role != "user" {
 		return 0, false
 	}
-	if strings.TrimSpace(m.Text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {
+	text := m.Text()
+	if IsContinuation(text) {
+		return 0, false
+	}
+	if strings.TrimSpace(text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {
 		return Summary, true
 	}
 	return Request, true

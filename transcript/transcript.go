@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/tidwall/gjson"
 )
 
 // Format is a provider wire format.
@@ -97,9 +99,27 @@ type Message struct {
 	Index      int
 	Role       string
 	Raw        []byte // the element's bytes in the body, exactly as sent
-	Text       string // text content; parts' texts joined by "\n"
 	ToolCalls  []ToolCall
 	ToolCallID string // set on role "tool" results
+
+	content string // the content field's raw JSON, decoded by Text on demand
+	text    string // decoded text of a message built from an answer
+}
+
+// NewMessage returns a message built from decoded parts rather than parsed
+// from a body (an upstream's answer, a test's expectation). It has no Raw.
+func NewMessage(role, text string, calls []ToolCall) Message {
+	return Message{Role: role, text: text, ToolCalls: calls}
+}
+
+// Text returns the message's text content, parts' texts joined by "\n".
+// It is decoded on each call, not at parse time: most of a long history is
+// tool output that a call never reads, so Parse leaves it encoded.
+func (m *Message) Text() string {
+	if m.content == "" {
+		return m.text
+	}
+	return contentText(gjson.Parse(m.content))
 }
 
 // TurnKind tells how a turn began.

@@ -43,10 +43,10 @@ func summary(tr *Transcript) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "format=%s kind=%s preamble=%d turns=%d\n", tr.Format, tr.Kind, tr.Preamble, len(tr.Turns))
 	for i, turn := range tr.Turns {
-		fmt.Fprintf(&b, "turn %d kind=%d messages=[%d,%d) request=%q\n", i, turn.Kind, turn.Start, turn.End, clip(turn.Request(tr).Text, 60))
+		fmt.Fprintf(&b, "turn %d kind=%d messages=[%d,%d) request=%q\n", i, turn.Kind, turn.Start, turn.End, clip(turn.Request(tr).Text(), 60))
 	}
 	for _, m := range tr.Messages {
-		fmt.Fprintf(&b, "msg %d role=%s bytes=%d text=%q", m.Index, m.Role, len(m.Raw), clip(m.Text, 40))
+		fmt.Fprintf(&b, "msg %d role=%s bytes=%d text=%q", m.Index, m.Role, len(m.Raw), clip(m.Text(), 40))
 		for _, c := range m.ToolCalls {
 			fmt.Fprintf(&b, " call=%s:%s(%s)", c.ID, c.Name, clip(c.Arguments, 40))
 		}
@@ -236,8 +236,8 @@ func TestContentParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Messages[0].Text != "a\nb" {
-		t.Fatalf("text %q", tr.Messages[0].Text)
+	if tr.Messages[0].Text() != "a\nb" {
+		t.Fatalf("text %q", tr.Messages[0].Text())
 	}
 }
 

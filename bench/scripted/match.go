@@ -36,14 +36,15 @@ func readCall(body []byte, h http.Header) call {
 	}
 	c.kind = t.Kind.String()
 	var system []string
-	for _, m := range t.Messages {
+	for i := range t.Messages {
+		m := &t.Messages[i]
 		switch m.Role {
 		case "system", "developer":
-			system = append(system, m.Text)
+			system = append(system, m.Text())
 		case "user":
-			c.user, c.tool = m.Text, ""
+			c.user, c.tool = m.Text(), ""
 		case "tool":
-			c.tool = m.Text
+			c.tool = m.Text()
 		}
 		c.last = m.Role
 	}

@@ -1,0 +1,89 @@
+package transcript
+
+import "strings"
+
+// members calls fn with the raw key (quotes included) and raw value of each
+// member of the JSON object obj, decoding neither: a message's content is
+// often most of its bytes and most calls never read it. obj must be valid
+// JSON (Parse validates the body first).
+func members(obj string, fn func(key, value string)) {
+	i := strings.IndexByte(obj, '{')
+	if i < 0 {
+		return
+	}
+	for i++; i < len(obj); {
+		switch obj[i] {
+		case '"':
+			k := i
+			i = skipString(obj, i)
+			key := obj[k:i]
+			for i < len(obj) && (obj[i] == ':' || isSpace(obj[i])) {
+				i++
+			}
+			v := i
+			i = skipValue(obj, i)
+			fn(key, obj[v:i])
+		case '}':
+			return
+		default:
+			i++
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipString returns the index just past the string opening at s[i]. It
+// jumps from quote to quote (memchr-fast) and counts the backslashes before
+// each: an odd number escapes it.
+func skipString(s string, i int) int {
+	for i++; i < len(s); {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return len(s)
+		}
+		i += j
+		n := 0
+		for k := i - 1; k >= 0 && s[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// skipValue returns the index just past the value starting at s[i].
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = skipString(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(s) && s[i] != ',' && s[i] != '}' && s[i] != ']' && !isSpace(s[i]) {
+		i++
+	}
+	return i
+}

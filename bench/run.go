@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -478,6 +479,9 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 		}
 	}
 	res.Usage = opts.Meter.Usage(agent.ID())
+	if got, want := opts.Meter.Threshold(agent.ID()), thresholdHeader(u.arm); res.Calls > 0 && got != want {
+		return fmt.Errorf("bench: the harness sent X-RCM-Threshold %q, want %q: its provider configuration is not applied", got, want)
+	}
 
 	patch, err := checkouts[focus.ID].Diff(ctx)
 	if err != nil {
@@ -524,6 +528,14 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 	fmt.Fprintf(opts.Log, "run %s: %s (%d/%d requests answered, %d calls, %.0fs)\n",
 		u.key, verdict, res.Answered, res.Requests, res.Calls, res.Seconds)
 	return nil
+}
+
+// thresholdHeader is the X-RCM-Threshold an arm's calls carry ("" for native).
+func thresholdHeader(a Arm) string {
+	if math.IsNaN(a.Threshold) {
+		return ""
+	}
+	return strconv.FormatFloat(a.Threshold, 'f', -1, 64)
 }
 
 // outcome is how one request went.

@@ -127,7 +127,7 @@ func openCodeConfig(proxy string, model opencode.Model, arms []Arm) ([]byte, err
 		raw := []byte(gjson.GetBytes(b, "provider."+a.Mode).Raw)
 		raw, err = sjson.SetBytes(raw, "name", fmt.Sprintf("rcm, %s mode, threshold %g", a.Mode, a.Threshold))
 		if err == nil {
-			raw, err = sjson.SetBytes(raw, "options.headers.X-RCM-Threshold", strconv.FormatFloat(a.Threshold, 'f', -1, 64))
+			raw, err = sjson.SetBytes(raw, "options.headers.X-RCM-Threshold", thresholdHeader(a))
 		}
 		if err == nil {
 			b, err = sjson.SetRawBytes(b, "provider."+id, raw)

@@ -19,13 +19,22 @@ import (
 type Meter struct {
 	next http.Handler
 
-	mu       sync.Mutex
-	sessions map[string]Usage
+	mu         sync.Mutex
+	sessions   map[string]Usage
+	thresholds map[string]string // X-RCM-Threshold as last sent, per session
 }
 
 // NewMeter returns a Meter in front of next.
 func NewMeter(next http.Handler) *Meter {
-	return &Meter{next: next, sessions: map[string]Usage{}}
+	return &Meter{next: next, sessions: map[string]Usage{}, thresholds: map[string]string{}}
+}
+
+// Threshold returns the X-RCM-Threshold header of session's last call, so
+// that a run can check its harness really sent its arm's threshold.
+func (m *Meter) Threshold(session string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.thresholds[session]
 }
 
 // Usage returns what session's calls have used so far.
@@ -57,6 +66,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	m.mu.Lock()
 	m.sessions[sid] = m.sessions[sid].Add(u)
+	m.thresholds[sid] = r.Header.Get("X-RCM-Threshold")
 	m.mu.Unlock()
 }
 

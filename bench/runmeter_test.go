@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestMeter counts calls per session from the proxy's headers and the
+// upstream's usage, streamed (split across writes) or not, cached tokens
+// included, and passes the answer through unchanged.
+func TestMeter(t *testing.T) {
+	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":60}}}\n\ndata: [DONE]\n\n"
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RCM-Tokens-In", "120")
+		w.Header().Set("X-RCM-Tokens-Out", "80")
+		if r.URL.Query().Get("json") != "" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < len(stream); i += 17 {
+			io.WriteString(w, stream[i:min(i+17, len(stream))])
+			w.(http.Flusher).Flush()
+		}
+	})
+	m := NewMeter(proxy)
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	call := func(q string) string {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/chat/completions"+q, strings.NewReader("{}"))
+		req.Header.Set("X-Session-Id", "ses_1")
+		req.Header.Set("X-RCM-Threshold", "0.7")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := call(""); got != stream {
+		t.Fatalf("answer changed: %q", got)
+	}
+	call("?json=1")
+	want := Usage{Calls: 2, SentTokens: 240, ForwardedTokens: 160, UsageCalls: 2, PromptTokens: 105, CachedTokens: 60, CompletionTokens: 9}
+	if got := m.Usage("ses_1"); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+	if m.Threshold("ses_1") != "0.7" || m.Usage("other") != (Usage{}) {
+		t.Errorf("threshold %q, other %+v", m.Threshold("ses_1"), m.Usage("other"))
+	}
+}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runOf(session, cond, mode string, thr float64, rep int, resolved bool, calls int) RunResult {
+	return RunResult{Key: RunKey(session, cond, mode, thr, rep), Session: session, Kind: KindFar, Condition: cond,
+		Mode: mode, Threshold: Num(thr), Repeat: rep, Score: Score{Resolved: resolved}, Requests: 2, Answered: 2,
+		Usage: Usage{Calls: calls, ForwardedTokens: calls * 100}}
+}
+
+// TestReport: Gap, multipliers, flips and intervals on known runs.
+func TestReport(t *testing.T) {
+	nan := math.NaN()
+	var runs []RunResult
+	for _, s := range []string{"a", "b", "c", "d"} {
+		for rep := range 2 {
+			runs = append(runs,
+				runOf(s, ConditionBase, ModeNative, nan, rep, true, 10),
+				runOf(s, ConditionSwitch, ModeNative, nan, rep, s == "a", 30), // native loses 3 of 4 with switches
+				runOf(s, ConditionBase, ModeRCM, 0.8, rep, true, 10),
+				runOf(s, ConditionSwitch, ModeRCM, 0.8, rep, s != "d", 20))
+		}
+	}
+	rep := Report(runs)
+	if len(rep.Arms) != 2 || rep.Sessions != 4 || rep.Repeats != 2 || rep.Runs != 32 {
+		t.Fatalf("report %+v", rep)
+	}
+	nat, rcm := rep.Arms[0], rep.Arms[1]
+	if nat.Mode != ModeNative || nat.ResUnint != 1 || nat.ResSwitch != 0.25 || nat.Gap != 0.75 || nat.Lost != 6 {
+		t.Errorf("native %+v", nat)
+	}
+	if rcm.ResSwitch != 0.75 || rcm.Gap != 0.25 || rcm.CallsX != 2 || rcm.CallsVsNative != Num(20.0/30) || rcm.ForwardedX != 2 {
+		t.Errorf("rcm %+v", rcm)
+	}
+	if !math.IsNaN(float64(rcm.PromptX)) {
+		t.Errorf("prompt multiplier %v without usage, want null", rcm.PromptX)
+	}
+	// Sessions differ, so the interval is wide and contains the estimate.
+	if !(rcm.GapCI[0] < rcm.Gap && rcm.Gap < rcm.GapCI[1]) || nat.ResUnintCI != [2]Num{1, 1} {
+		t.Errorf("intervals: rcm gap %v %v, native res_unint %v", rcm.Gap, rcm.GapCI, nat.ResUnintCI)
+	}
+	if len(rep.Flips) != 2 || rep.Flips[1] != (Flip{Mode: ModeRCM, Threshold: 0.8, Condition: ConditionSwitch, Pairs: 8, Lost: 0, Gained: 4}) {
+		t.Errorf("flips %+v", rep.Flips)
+	}
+	if rcm.Far.Gap != rcm.Gap || rcm.Near.Sessions != 0 {
+		t.Errorf("near/far %+v %+v", rcm.Near, rcm.Far)
+	}
+}
+
+// TestRunsFile: a last line cut short by a crash is ignored on read and
+// cut before the next append; a bad line elsewhere is an error.
+func TestRunsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), RunsFile)
+	good := `{"key":"s|base|native|-|0","resolved":true,"threshold":null}` + "\n"
+	os.WriteFile(path, []byte(good+`{"key":"s|switch`), 0o644)
+	runs, err := ReadRuns(path)
+	if err != nil || len(runs) != 1 || !math.IsNaN(float64(runs[0].Threshold)) {
+		t.Fatalf("%+v, %v", runs, err)
+	}
+	l, err := openRunLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runOf("s", ConditionSwitch, ModeRCM, 0.5, 0, false, 3)
+	if err := l.append(&r); err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	runs, err = ReadRuns(path)
+	if err != nil || len(runs) != 2 || runs[1].Key != "s|switch|rcm|0.5|0" {
+		t.Fatalf("%+v, %v", runs, err)
+	}
+	os.WriteFile(path, []byte("not json\n"+good), 0o644)
+	if _, err := ReadRuns(path); err == nil || !strings.Contains(err.Error(), ":1:") {
+		t.Errorf("bad first line: %v", err)
+	}
+}
+
+// TestWriteRunReport writes every report file.
+func TestWriteRunReport(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openRunLog(filepath.Join(dir, RunsFile))
+	for _, r := range []RunResult{runOf("a", ConditionBase, ModeNative, math.NaN(), 0, true, 4), runOf("a", ConditionSwitch, ModeRouter, 0.5, 0, false, 8)} {
+		l.append(&r)
+	}
+	l.close()
+	if _, err := WriteRunReport(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, RunReportFile))
+	for _, want := range []string{"| native | – | 1 | 1 / 0 | 1.000 |", "## Cost", RunResolvedSVG} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{RunSummaryFile, RunSummaryCSV, RunsCSV, RunResolvedSVG, RunSweepSVG} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -27,11 +27,16 @@ type Event struct {
 // AppendEvent appends e to the log of session, numbering it, and deletes
 // the oldest events beyond Options.MaxEvents.
 func (s *Store) AppendEvent(session string, e Event) error {
+	return s.Update(func(w *Tx) error { return w.AppendEvent(session, e) })
+}
+
+// AppendEvent is Store.AppendEvent within the transaction w.
+func (w *Tx) AppendEvent(session string, e Event) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: append event: %w", err)
 	}
-	max := uint64(s.opts.MaxEvents)
-	return s.batch("append event "+session, func(tx *bolt.Tx) error {
+	max := uint64(w.s.opts.MaxEvents)
+	return w.do("append event "+session, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketEvents)
 		if err != nil {
 			return err

@@ -62,6 +62,11 @@ func (s *Store) Labels(session string, fps []transcript.Fingerprint) ([]Label, [
 // label already stored with Routed set is kept as it is; any other (or an
 // undecodable one) is replaced.
 func (s *Store) PutLabels(session string, fps []transcript.Fingerprint, labels []Label) error {
+	return s.Update(func(w *Tx) error { return w.PutLabels(session, fps, labels) })
+}
+
+// PutLabels is Store.PutLabels within the transaction w.
+func (w *Tx) PutLabels(session string, fps []transcript.Fingerprint, labels []Label) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put labels: %w", err)
 	}
@@ -76,7 +81,7 @@ func (s *Store) PutLabels(session string, fps []transcript.Fingerprint, labels [
 		}
 		vals[i] = v
 	}
-	return s.batch("put labels "+session, func(tx *bolt.Tx) error {
+	return w.do("put labels "+session, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketLabels)
 		if err != nil {
 			return err

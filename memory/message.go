@@ -92,13 +92,18 @@ func (s *Store) Frozen(session, task string, fp transcript.Fingerprint) ([]byte,
 // (two calls of the turn racing) keeps it, so that every call after the
 // first forwards the same bytes. Each task keeps the maxFrozen latest turns.
 func (s *Store) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
+	return s.Update(func(w *Tx) error { return w.PutFrozen(session, task, fp, msg) })
+}
+
+// PutFrozen is Store.PutFrozen within the transaction w.
+func (w *Tx) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put frozen: %w", err)
 	}
 	if err := checkID("task", task); err != nil {
 		return fmt.Errorf("memory: put frozen: %w", err)
 	}
-	return s.batch("put frozen "+session+"/"+task, func(tx *bolt.Tx) error {
+	return w.do("put frozen "+session+"/"+task, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketFrozen)
 		if err != nil {
 			return err

@@ -95,13 +95,18 @@ func (s *Store) PutRecord(session string, r Record) error {
 // other's changes. An error from fn aborts the update. fn may run more
 // than once (bbolt's Batch retries) and must only modify its argument.
 func (s *Store) UpdateRecord(session, task string, fn func(*Record) error) error {
+	return s.Update(func(w *Tx) error { return w.UpdateRecord(session, task, fn) })
+}
+
+// UpdateRecord is Store.UpdateRecord within the transaction w.
+func (w *Tx) UpdateRecord(session, task string, fn func(*Record) error) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: update record: %w", err)
 	}
 	if err := checkID("task", task); err != nil {
 		return fmt.Errorf("memory: update record: %w", err)
 	}
-	return s.batch("update record "+session+"/"+task, func(tx *bolt.Tx) error {
+	return w.do("update record "+session+"/"+task, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketRecords)
 		if err != nil {
 			return err

@@ -21,10 +21,15 @@ type Session struct {
 // first call and otherwise counts the call and moves Updated forward. A
 // parent id, once known, is kept.
 func (s *Store) Touch(id, parent string, now time.Time) error {
+	return s.Update(func(w *Tx) error { return w.Touch(id, parent, now) })
+}
+
+// Touch is Store.Touch within the transaction w.
+func (w *Tx) Touch(id, parent string, now time.Time) error {
 	if err := checkID("session", id); err != nil {
 		return fmt.Errorf("memory: touch: %w", err)
 	}
-	return s.batch("touch "+id, func(tx *bolt.Tx) error {
+	return w.do("touch "+id, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		var sess Session
 		found, err := getJSON(b, "session", []byte(id), &sess)

@@ -110,6 +110,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
+	// A call's writes are one batch, and the session's next call waits for
+	// them: a short gathering window keeps that wait small while concurrent
+	// sessions still share commits.
+	db.MaxBatchDelay = 2 * time.Millisecond
 	if err := db.Update(migrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
@@ -208,10 +212,24 @@ func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
 	return nil
 }
 
-// batch runs a write through bbolt's Batch, wrapping its error with the
-// operation.
-func (s *Store) batch(op string, fn func(*bolt.Tx) error) error {
-	if err := s.db.Batch(fn); err != nil {
+// Tx is a write transaction in which several updates land together: all
+// that one model call teaches rcm costs one commit (one fsync) instead of
+// one per update.
+type Tx struct {
+	s  *Store
+	tx *bolt.Tx
+}
+
+// Update runs fn in one write transaction through bbolt's Batch, so that
+// concurrent sessions share commits. fn may run more than once (Batch
+// retries after a failed batch) and must only modify what it writes.
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.db.Batch(func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) })
+}
+
+// do runs fn on the transaction, wrapping its error with the operation.
+func (w *Tx) do(op string, fn func(*bolt.Tx) error) error {
+	if err := fn(w.tx); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil

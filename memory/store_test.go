@@ -253,3 +253,48 @@ func TestSecondProcessGetsErrLocked(t *testing.T) {
 		t.Errorf("helper could not open the store after Close: %q", out)
 	}
 }
+
+// TestUpdateIsOneTransaction: the writes of one Update land together, and
+// an error in any of them leaves none behind.
+func TestUpdateIsOneTransaction(t *testing.T) {
+	s := openTest(t, Options{})
+	now := time.Unix(1700000000, 0)
+	err := s.Update(func(w *Tx) error {
+		if err := w.Touch("s1", "", now); err != nil {
+			return err
+		}
+		if err := w.PutTask("s1", Task{ID: "t1", Created: now}); err != nil {
+			return err
+		}
+		return w.PutTask("s1", Task{ID: ""}) // invalid: aborts the whole update
+	})
+	if err == nil {
+		t.Fatal("invalid task accepted")
+	}
+	if _, ok, _ := s.Session("s1"); ok {
+		t.Fatal("a failed update left the session behind")
+	}
+	if ts, _ := s.Tasks("s1"); len(ts) != 0 {
+		t.Fatal("a failed update left a task behind")
+	}
+	err = s.Update(func(w *Tx) error {
+		if err := w.Touch("s1", "", now); err != nil {
+			return err
+		}
+		if err := w.AppendEvent("s1", Event{At: now, Task: "t1"}); err != nil {
+			return err
+		}
+		return w.UpdateRecord("s1", "t1", func(r *Record) error {
+			r.Requirements = append(r.Requirements, Requirement{Text: "fix it"})
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := s.Events("s1", 0)
+	r, ok, _ := s.Record("s1", "t1")
+	if sess, _, _ := s.Session("s1"); sess.Calls != 1 || len(evs) != 1 || !ok || len(r.Requirements) != 1 {
+		t.Fatalf("session %+v events %d record %+v", sess, len(evs), r)
+	}
+}

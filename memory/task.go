@@ -19,13 +19,18 @@ type Task struct {
 
 // PutTask creates or replaces task t of session.
 func (s *Store) PutTask(session string, t Task) error {
+	return s.Update(func(w *Tx) error { return w.PutTask(session, t) })
+}
+
+// PutTask is Store.PutTask within the transaction w.
+func (w *Tx) PutTask(session string, t Task) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put task: %w", err)
 	}
 	if err := checkID("task", t.ID); err != nil {
 		return fmt.Errorf("memory: put task: %w", err)
 	}
-	return s.batch("put task "+session+"/"+t.ID, func(tx *bolt.Tx) error {
+	return w.do("put task "+session+"/"+t.ID, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketTasks)
 		if err != nil {
 			return err

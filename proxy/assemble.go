@@ -162,28 +162,36 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	})
 }
 
-// record writes what one call taught rcm: the session, the turns' labels,
-// the decision.
+// record writes what one call taught rcm (the session, the turns' labels,
+// new tasks, the task's record, the decision) in one transaction, then asks
+// the optional memory model for a summary.
 func (h *Handler) record(a *assembly, parent string) error {
-	if err := h.store.Touch(a.session, parent, a.at); err != nil {
-		return err
-	}
-	if err := h.saveLabels(a); err != nil {
-		return err
-	}
-	if a.mode == RCM && a.transcript != nil {
-		if err := h.observe(a); err != nil {
-			return err
-		}
-	}
 	kind := "unparsed"
 	if a.transcript != nil {
 		kind = a.transcript.Kind.String()
 	}
-	return h.store.AppendEvent(a.session, memory.Event{
-		At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
-		Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
+	rcm := a.mode == RCM && a.transcript != nil
+	err := h.store.Update(func(w *memory.Tx) error {
+		if err := w.Touch(a.session, parent, a.at); err != nil {
+			return err
+		}
+		if err := saveLabels(w, a); err != nil {
+			return err
+		}
+		if rcm {
+			if err := observe(w, a); err != nil {
+				return err
+			}
+		}
+		return w.AppendEvent(a.session, memory.Event{
+			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
+			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
+		})
 	})
+	if err != nil || !rcm {
+		return err
+	}
+	return h.summarize(a)
 }
 
 // runNow runs a call's writes without ordering them after other calls'.

@@ -129,13 +129,13 @@ func (h *Handler) lastTask(session string) string {
 	return ""
 }
 
-// observe updates the task's record from the call and its answer, off the
-// request path. The optional summary model runs last; its failure leaves
-// the deterministic record in place.
-func (h *Handler) observe(a *assembly) error {
+// observe updates the task's record from the call and its answer (or, for
+// a compaction call, every task's record from the summary), within the
+// call's write transaction.
+func observe(w *memory.Tx, a *assembly) error {
 	t := a.transcript
 	if t.Kind == transcript.Compaction {
-		return h.attributeSummary(a)
+		return attributeSummary(w, a)
 	}
 	if a.task == "" || a.plan == nil || a.fallback != FallbackNone {
 		return nil
@@ -147,20 +147,23 @@ func (h *Handler) observe(a *assembly) error {
 		}
 	}
 	if a.freeze {
-		if err := h.store.PutFrozen(a.session, a.task, a.fps[len(a.fps)-1], a.frozen); err != nil {
+		if err := w.PutFrozen(a.session, a.task, a.fps[len(a.fps)-1], a.frozen); err != nil {
 			return err
 		}
 	}
 	o := memory.Observation{Transcript: t, Turns: turns, Response: a.resp.Bytes(), SSE: a.sse, Status: a.status}
-	if err := h.store.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
+	return w.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
 		r.Task = a.task
 		r.Observe(o)
 		r.Updated = a.at
 		return nil
-	}); err != nil {
-		return err
-	}
-	if h.summarizer == nil {
+	})
+}
+
+// summarize asks the optional memory model for the task's progress, after
+// the record is written; its failure leaves the deterministic record.
+func (h *Handler) summarize(a *assembly) error {
+	if h.summarizer == nil || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
 		return nil
 	}
 	rec, _, err := h.store.Record(a.session, a.task)
@@ -183,13 +186,13 @@ func (h *Handler) observe(a *assembly) error {
 
 // attributeSummary stores each task's section of a compaction summary in
 // that task's record.
-func (h *Handler) attributeSummary(a *assembly) error {
+func attributeSummary(w *memory.Tx, a *assembly) error {
 	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(a.knownTasks) < 2 {
 		return nil
 	}
 	for id, section := range compaction.SplitSummary(reply.Text(), a.knownTasks) {
-		if err := h.store.UpdateRecord(a.session, id, func(r *memory.Record) error {
+		if err := w.UpdateRecord(a.session, id, func(r *memory.Record) error {
 			r.Task = id
 			r.Summary = section
 			return nil

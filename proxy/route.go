@@ -68,14 +68,26 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 }
 
 // saveLabels persists the decisions of this call that the store does not
-// hold yet (or that were fallbacks), and any task seen for the first time.
-func (h *Handler) saveLabels(a *assembly) error {
+// hold yet (or that were fallbacks), and every task first routed here. A
+// fallback's guessed task is not recorded as a task: the next call of the
+// turn guesses afresh and must be free to give it the same id.
+func saveLabels(w *memory.Tx, a *assembly) error {
 	if a.plan == nil {
 		return nil
 	}
 	var fps []transcript.Fingerprint
 	var labels []memory.Label
+	seen := map[string]bool{}
+	for _, id := range a.knownTasks {
+		seen[id] = true
+	}
 	for i, d := range a.plan.Turns {
+		if d.Task != "" && d.Routed && !seen[d.Task] {
+			seen[d.Task] = true
+			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
+				return err
+			}
+		}
 		p := a.prior[i]
 		if d.Task == "" || p.Known && p.Routed || p.Known && p.Task == d.Task && p.Routed == d.Routed {
 			continue
@@ -83,22 +95,8 @@ func (h *Handler) saveLabels(a *assembly) error {
 		fps = append(fps, a.fps[i])
 		labels = append(labels, memory.Label{Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed, At: a.at})
 	}
-	if len(fps) > 0 {
-		if err := h.store.PutLabels(a.session, fps, labels); err != nil {
-			return err
-		}
+	if len(fps) == 0 {
+		return nil
 	}
-	seen := map[string]bool{}
-	for _, id := range a.knownTasks {
-		seen[id] = true
-	}
-	for _, d := range a.plan.Turns {
-		if d.Task != "" && !seen[d.Task] {
-			seen[d.Task] = true
-			if err := h.store.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return w.PutLabels(a.session, fps, labels)
 }

@@ -124,6 +124,27 @@ func TestRCMModeRewritesCompaction(t *testing.T) {
 			t.Fatalf("%s: summary %q err %v", id, r.Summary, err)
 		}
 	}
+
+	// After compaction OpenCode sends the recap, the summary and a new
+	// request: the task is found again from its record, and the summary is
+	// scoped to it.
+	after, _, _ := load(t, "after_autocompaction_request")
+	after, _ = sjson.SetBytes(after, "messages.2.content", summary)
+	after, _ = sjson.SetRawBytes(after, "messages.-1", []byte(`{"role":"user","content":"Back in /work/ws1: also handle empty lookups"}`))
+	resp = post(t, srv.URL+"/v1/chat/completions", after, hdr)
+	io.Copy(io.Discard, resp.Body)
+	if resp.Header.Get(HeaderTask) != "t1" || resp.Header.Get(HeaderFallback) != FallbackNone {
+		t.Fatalf("after compaction: task %q fallback %q", resp.Header.Get(HeaderTask), resp.Header.Get(HeaderFallback))
+	}
+	got, _ = rec.last(t)
+	fwd := string(got)
+	if !strings.Contains(fwd, "fix the ORM compiler crash") || strings.Contains(fwd, "validator regression test") {
+		t.Fatalf("summary not scoped to t1:\n%s", gjson.GetBytes(got, "messages.2.content").String())
+	}
+	if !strings.Contains(fwd, `<rcm-task-state task=\"t1\">`) || !strings.Contains(fwd, reqs[0]) {
+		t.Fatal("t1's record not forwarded after compaction")
+	}
+
 	// Native and router modes pass compaction through untouched.
 	for _, mode := range []string{"native", "router"} {
 		ch.Set("X-Rcm-Mode", mode)

@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/router"
@@ -35,10 +37,15 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 			known = append(known, tk.ID)
 		}
 	}
+	seeds, err := h.seeds(a.session, t)
+	if err != nil {
+		return err
+	}
 	plan, err := h.router.Route(r.Context(), t, prior, router.Options{
 		Threshold: a.threshold,
 		Task:      r.Header.Get(HeaderTask),
 		Tasks:     known,
+		Seeds:     seeds,
 	})
 	if err != nil {
 		return fmt.Errorf("route: %w", err)
@@ -99,4 +106,28 @@ func saveLabels(w *memory.Tx, a *assembly) error {
 		return nil
 	}
 	return w.PutLabels(a.session, fps, labels)
+}
+
+// seeds describes each task by its record (checkout, requests) once
+// compaction has replaced the history with a summary: the records are then
+// the only account of the tasks the router can match a request against.
+func (h *Handler) seeds(session string, t *transcript.Transcript) (map[string]string, error) {
+	if session == "" || !slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
+		return nil, nil
+	}
+	recs, err := h.store.Records(session)
+	if err != nil {
+		return nil, fmt.Errorf("load records: %w", err)
+	}
+	seeds := make(map[string]string, len(recs))
+	for _, rec := range recs {
+		var b strings.Builder
+		b.WriteString(rec.Workspace)
+		for _, q := range rec.Requirements {
+			b.WriteString("\n")
+			b.WriteString(q.Text)
+		}
+		seeds[rec.Task] = b.String()
+	}
+	return seeds, nil
 }

@@ -63,7 +63,8 @@ func (s *session) profiles(i int, q *query) []profile {
 	prof := make([]profile, 0, len(s.byTask))
 	for _, task := range s.tasks {
 		turns := s.byTask[task]
-		if len(turns) == 0 {
+		seed := s.seeds[task]
+		if len(turns) == 0 && seed == "" {
 			continue
 		}
 		p := profile{task: task, tf: make([]float64, len(q.weight))}
@@ -72,6 +73,15 @@ func (s *session) profiles(i int, q *query) []profile {
 			if k, ok := q.index[h]; ok {
 				p.tf[k]++
 			}
+		}
+		if len(turns) == 0 {
+			var roots []string
+			scan(clip(seed, requestCap), &collector{terms: count, roots: &roots})
+			for _, r := range roots {
+				p.roots = addRoot(p.roots, r)
+			}
+			prof = append(prof, p)
+			continue
 		}
 		for n, j := range turns {
 			if j >= i || (n > 0 && n < len(turns)-profileTurns+1) {

@@ -70,6 +70,11 @@ type Options struct {
 	// that a new task is never given an id in use, even after compaction
 	// removed the turns that introduced them.
 	Tasks []string
+	// Seeds describe tasks by what the store knows of them (a record's
+	// checkout and requests), by task id. A task whose turns the history
+	// no longer holds (compaction removed them) is profiled from its seed,
+	// so that a request returning to it is routed to it, not to a new task.
+	Seeds map[string]string
 }
 
 // Plan is the routing of one call.
@@ -122,7 +127,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	if opt.Threshold > 0 && opt.Threshold <= 1 {
 		thr = opt.Threshold
 	}
-	s := session{t: t, thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}}
+	s := session{t: t, thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
 	for _, id := range opt.Tasks {
 		s.noteTask(id)
 	}
@@ -175,6 +180,7 @@ type session struct {
 	ds     []Decision
 	tasks  []string         // ids in order of appearance
 	byTask map[string][]int // routed turns of each task, ascending
+	seeds  map[string]string
 }
 
 func (s *session) noteTask(id string) {

@@ -200,3 +200,38 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("default threshold %v", r.Threshold())
 	}
 }
+
+// TestSeedsAfterCompaction: once compaction has removed a task's turns, a
+// request returning to its checkout is routed to it from its seed (its
+// record), not to a new task.
+func TestSeedsAfterCompaction(t *testing.T) {
+	r, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBody("You are opencode.")
+	b.add(user("What did we do so far?"),
+		msg{Role: "assistant", Content: "## Task t1\n- ORM fix\n## Task t2\n- validator test"},
+		user("Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."),
+		user("Back in /work/ws1: also handle empty lookups in the compiler"))
+	tr := parse(t, b.bytes(len(b.msgs)))
+	opt := Options{Tasks: []string{"t1", "t2"}}
+	p, err := r.Route(context.Background(), tr, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Current.Task == "t1" {
+		t.Fatalf("without seeds the router cannot know t1's checkout: %+v", p.Current)
+	}
+	opt.Seeds = map[string]string{
+		"t1": "/work/ws1\nFix the crash in the ORM query compiler",
+		"t2": "/work/ws2\nAdd a regression test for the URL validator",
+	}
+	p, err = r.Route(context.Background(), tr, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Current.Task != "t1" || p.Fallback || p.Current.Method != MethodWorkspace {
+		t.Fatalf("with seeds: %+v fallback=%v", p.Current, p.Fallback)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -153,5 +154,35 @@ func TestRCMModeRewritesCompaction(t *testing.T) {
 		if got, _ := rec.last(t); string(got) != string(body) {
 			t.Fatalf("%s mode changed the compaction call", mode)
 		}
+	}
+}
+
+// TestMemoryModel: with --memory-model the task's record gains the model's
+// summary after the turn; a failing model leaves the deterministic record.
+func TestMemoryModel(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if fail {
+				http.Error(w, `{"error":{"message":"down"}}`, http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"s","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Progress: compiler fixed; unfinished: tests"},"finish_reason":"stop"}]}`)
+		}))
+		srv, h := setup(t, &recorder{}, func(c *Config) {
+			c.MemoryModel, c.MemoryBaseURL, c.MemoryAPIKey = "summ", model.URL+"/v1", "k"
+		})
+		hdr := http.Header{"X-Session-Id": {"ses_summ"}}
+		resp := post(t, srv.URL+"/v1/chat/completions", sessionBody(t, []string{"In /work/ws1 fix the compiler crash"}, nil), hdr)
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+		r, ok, err := h.store.Record("ses_summ", "t1")
+		if err != nil || !ok || len(r.Requirements) != 1 {
+			t.Fatalf("fail=%v: record %+v %v %v", fail, r, ok, err)
+		}
+		if want := map[bool]string{false: "Progress: compiler fixed; unfinished: tests", true: ""}[fail]; r.Summary != want {
+			t.Fatalf("fail=%v: summary %q", fail, r.Summary)
+		}
+		model.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,8 @@ type Handler struct {
 	store  *memory.Store
 	router *router.Router
 	admin  http.Handler // the inspector under /rcm/
+	// upgrader relays WebSocket upgrades (Responses API WebSocket mode).
+	upgrader http.Handler
 	// summarizer is the optional memory model (nil without --memory-model).
 	summarizer *memory.Summarizer
 
@@ -92,6 +95,12 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 		summarizer: sum,
 	}
 	h.admin = h.inspector()
+	target, err := url.Parse(cfg.Upstream)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
+	}
+	h.upgrader = h.newUpgrader(target)
 	return h, nil
 }
 
@@ -135,6 +144,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		threshold = t
 	}
 	w.Header().Set(HeaderMode, string(mode))
+	if isUpgrade(r) {
+		h.upgrader.ServeHTTP(w, r)
+		return
+	}
 	format, call := transcript.FormatOf(path)
 	if r.Method != http.MethodPost || !call {
 		h.forward(w, r, path, nil, nil)

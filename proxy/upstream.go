@@ -81,14 +81,21 @@ func (h *Handler) upstreamRequest(ctx context.Context, r *http.Request, path str
 	} else {
 		out.ContentLength = r.ContentLength
 	}
-	if h.cfg.UpstreamKey != "" && out.Header.Get("Authorization") == "" && out.Header.Get("X-Api-Key") == "" {
-		if strings.HasSuffix(path, "/messages") {
-			out.Header.Set("X-Api-Key", h.cfg.UpstreamKey)
-		} else {
-			out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamKey)
-		}
-	}
+	h.setCredentials(out.Header, path)
 	return out, nil
+}
+
+// setCredentials adds the configured key when the client sent none: as
+// x-api-key for Anthropic's /messages, as a bearer token elsewhere.
+func (h *Handler) setCredentials(hdr http.Header, path string) {
+	if h.cfg.UpstreamKey == "" || hdr.Get("Authorization") != "" || hdr.Get("X-Api-Key") != "" {
+		return
+	}
+	if strings.HasSuffix(path, "/messages") {
+		hdr.Set("X-Api-Key", h.cfg.UpstreamKey)
+	} else {
+		hdr.Set("Authorization", "Bearer "+h.cfg.UpstreamKey)
+	}
 }
 
 // copyHeaders writes the upstream's response headers to the client's.

@@ -23,7 +23,8 @@ type assembly struct {
 	mode       Mode
 	threshold  float64
 	session    string
-	transcript *transcript.Transcript // nil when the body did not parse
+	transcript *transcript.Transcript // nil when the body was not parsed
+	invalid    bool                   // the body did not parse
 	body       []byte                 // what goes upstream
 	task       string
 	confidence float64
@@ -81,6 +82,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 	t, err := transcript.Parse(format, body, r.Header)
 	a.session = sessionID(r.Header, t)
 	if err != nil {
+		a.invalid = true
 		// Not ours to judge: the upstream answers malformed bodies itself.
 		if mode != Native {
 			a.fallback = FallbackError
@@ -118,6 +120,18 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 	return a
 }
 
+// kind names the call's kind for events and metrics: "invalid" when the
+// body did not parse, "-" when native mode had no need to parse it.
+func (a *assembly) kind() string {
+	switch {
+	case a.transcript != nil:
+		return a.transcript.Kind.String()
+	case a.invalid:
+		return "invalid"
+	}
+	return "-"
+}
+
 func (a *assembly) setHeaders(h http.Header) {
 	if a.session != "" {
 		h.Set(HeaderSession, a.session)
@@ -144,6 +158,7 @@ func (a *assembly) response() *limitedBuffer {
 // The caller added the call to h.after before the answer went out, so that
 // Close (and a test) waiting on it sees these writes.
 func (h *Handler) done(r *http.Request, a *assembly) {
+	h.metrics.observe(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	a.release(func() {
@@ -166,10 +181,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 // new tasks, the task's record, the decision) in one transaction, then asks
 // the optional memory model for a summary.
 func (h *Handler) record(a *assembly, parent string) error {
-	kind := "unparsed"
-	if a.transcript != nil {
-		kind = a.transcript.Kind.String()
-	}
+	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {

@@ -55,8 +55,9 @@ type Handler struct {
 
 	// after tracks work done after a response (store writes) so that Close
 	// waits for it before the store is closed; writes orders it per session.
-	after  sync.WaitGroup
-	writes pending
+	after   sync.WaitGroup
+	writes  pending
+	metrics metrics
 }
 
 // New returns a Handler for cfg, which must have passed Validate. It opens

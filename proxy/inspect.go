@@ -16,6 +16,7 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"status": "ok"})
 	})
+	mux.HandleFunc("GET /rcm/metrics", h.serveMetrics)
 	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {

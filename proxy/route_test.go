@@ -178,3 +178,30 @@ func TestInspector(t *testing.T) {
 		t.Fatalf("healthz: %d", code)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	srv, _ := setup(t, &recorder{}, nil)
+	body, h, path := load(t, "continue_request")
+	for _, mode := range []string{"native", "router", "router"} {
+		hh := h.Clone()
+		hh.Set(HeaderMode, mode)
+		resp := post(t, srv.URL+path, body, hh)
+		io.Copy(io.Discard, resp.Body)
+	}
+	resp, err := http.Get(srv.URL + "/rcm/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		"# TYPE rcm_calls_total counter",
+		`rcm_calls_total{mode="native",kind="-",fallback="none",status="2xx"} 1`,
+		`rcm_calls_total{mode="router",kind="agent",fallback="none",status="2xx"} 2`,
+		`rcm_tokens_in_total{mode="router"} `,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// metrics are rcm's counters, served at /rcm/metrics in the Prometheus text
+// format. A handful of counters do not warrant a client library.
+type metrics struct {
+	mu       sync.Mutex
+	counters map[string]float64 // series ("name{labels}") -> value
+	help     map[string]string  // metric name -> help text
+}
+
+func (m *metrics) add(name, help string, v float64, labels ...string) {
+	var b strings.Builder
+	b.WriteString(name)
+	if len(labels) > 0 {
+		b.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%s=%q", labels[i], labels[i+1])
+		}
+		b.WriteByte('}')
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counters == nil {
+		m.counters, m.help = map[string]float64{}, map[string]string{}
+	}
+	m.counters[b.String()] += v
+	m.help[name] = help
+}
+
+// observe counts one assembled call once its answer has gone out.
+func (m *metrics) observe(a *assembly) {
+	mode := string(a.mode)
+	m.add("rcm_calls_total", "Model calls handled, by mode, kind, fallback and upstream status class.", 1,
+		"mode", mode, "kind", a.kind(), "fallback", a.fallback, "status", statusClass(a.status))
+	m.add("rcm_tokens_in_total", "Estimated context tokens received from clients.", float64(a.tokensIn), "mode", mode)
+	m.add("rcm_tokens_out_total", "Estimated context tokens forwarded upstream.", float64(a.tokensOut), "mode", mode)
+	if a.plan != nil && a.plan.Usage.Calls > 0 {
+		u := a.plan.Usage
+		m.add("rcm_router_model_calls_total", "Calls of the router's model classifier.", float64(u.Calls))
+		m.add("rcm_router_model_errors_total", "Failed calls of the router's model classifier.", float64(u.Errors))
+		m.add("rcm_router_model_seconds_total", "Time spent in the router's model classifier.", u.Latency.Seconds())
+		m.add("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", float64(u.PromptTokens), "type", "prompt")
+		m.add("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", float64(u.CompletionTokens), "type", "completion")
+	}
+}
+
+func statusClass(s int) string {
+	if s == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%dxx", s/100)
+}
+
+func (m *metrics) write(w io.Writer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	series := make([]string, 0, len(m.counters))
+	for s := range m.counters {
+		series = append(series, s)
+	}
+	sort.Strings(series)
+	last := ""
+	for _, s := range series {
+		name, _, _ := strings.Cut(s, "{")
+		if name != last {
+			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, m.help[name], name)
+			last = name
+		}
+		fmt.Fprintf(w, "%s %g\n", s, m.counters[s])
+	}
+}
+
+func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	h.metrics.write(w)
+}

@@ -167,21 +167,45 @@ func (c *Checkout) Apply(ctx context.Context, patch []byte) error {
 	if len(bytes.TrimSpace(patch)) == 0 {
 		return nil
 	}
-	cmd := exec.CommandContext(ctx, "git", "apply", "--whitespace=nowarn", "-")
-	cmd.Dir, cmd.Stdin = c.Dir, bytes.NewReader(patch)
-	cmd.Env = gitEnv()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("git apply: %w: %s", err, strings.TrimSpace(string(out)))
+	_, err := gitRun(ctx, c.Dir, nil, patch, "apply", "--whitespace=nowarn", "-")
+	return err
+}
+
+// CheckPatch reports whether patch applies to commit of repository's clone,
+// without a checkout: it is checked against the commit's tree read into a
+// throwaway index.
+func (r *Repos) CheckPatch(ctx context.Context, repository, commit string, patch []byte) error {
+	clone, err := r.Path(ctx, repository)
+	if err != nil {
+		return err
 	}
-	return nil
+	tmp, err := os.MkdirTemp("", "rcm-bench-index-")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := gitRun(ctx, clone, env, nil, "read-tree", commit); err != nil {
+		return err
+	}
+	_, err = gitRun(ctx, clone, env, patch, "apply", "--cached", "--check", "-")
+	return err
 }
 
 // git runs git in dir and returns its standard output; the error carries
 // standard error.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitRun(ctx, dir, nil, nil, args...)
+}
+
+// gitRun is git with extra environment and standard input.
+func gitRun(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = append(gitEnv(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

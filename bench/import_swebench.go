@@ -86,6 +86,9 @@ func parseInstance(b []byte) (Instance, error) {
 	if len(ChangedFiles(inst.Patch)) == 0 {
 		return Instance{}, fmt.Errorf("instance %s: patch: no file headers", inst.InstanceID)
 	}
+	if strings.TrimSpace(inst.TestPatch) != "" && len(ChangedFiles(inst.TestPatch)) == 0 {
+		return Instance{}, fmt.Errorf("instance %s: test_patch: no file headers", inst.InstanceID)
+	}
 	return inst, nil
 }
 
@@ -205,6 +208,7 @@ func (inst Instance) Task() Task {
 			PassToPass:   inst.PassToPass,
 			TestCommand:  TestCommand(inst.Repo, inst.TestPatch),
 			ChangedFiles: ChangedFiles(inst.Patch),
+			TestPatch:    inst.TestPatch,
 		},
 	}
 	t.Stages = append(t.Stages, Stage{Request: IssueRequest(inst.Repo, inst.ProblemStatement)})

@@ -29,6 +29,12 @@ func TestReadSWEBenchReal(t *testing.T) {
 	if task.Verifier.TestCommand != "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 auth_tests.test_validators" {
 		t.Errorf("test command = %q", task.Verifier.TestCommand)
 	}
+	// The tests FAIL_TO_PASS names live in the test patch, which the
+	// verifier applies to the clean checkout.
+	if !strings.HasPrefix(task.Verifier.TestPatch, "diff --git a/tests/auth_tests/test_validators.py") ||
+		!strings.Contains(task.Verifier.TestPatch, "def test_ascii_validator") {
+		t.Errorf("test patch = %.80q", task.Verifier.TestPatch)
+	}
 	if len(task.Stages) != 2 || !task.Stages[1].Submit { // 11099 has no hints
 		t.Errorf("stages = %+v", task.Stages)
 	}
@@ -37,8 +43,8 @@ func TestReadSWEBenchReal(t *testing.T) {
 		if err := task.Validate(); err != nil {
 			t.Error(err)
 		}
-		if task.Verifier.TestCommand == "" {
-			t.Errorf("%s: no test command", in.InstanceID)
+		if task.Verifier.TestCommand == "" || task.Verifier.TestPatch != in.TestPatch || in.TestPatch == "" {
+			t.Errorf("%s: test command %q, test patch of %d bytes", in.InstanceID, task.Verifier.TestCommand, len(task.Verifier.TestPatch))
 		}
 		if (strings.TrimSpace(in.HintsText) != "") != (len(task.Stages) == 3) {
 			t.Errorf("%s: %d stages with hints %q", in.InstanceID, len(task.Stages), in.HintsText[:min(20, len(in.HintsText))])
@@ -53,13 +59,15 @@ func TestReadSWEBenchSkips(t *testing.T) {
 		`{"repo":"o/r","instance_id":"x-2","base_commit":"abc","problem_statement":"p","patch":"+++ b/f.py\n","FAIL_TO_PASS":"[oops"}`,
 		`{"repo":"o/r","instance_id":"x-3","base_commit":"abc","problem_statement":"","patch":"+++ b/f.py\n"}`,
 		`{"repo":"o/r","instance_id":"x-4","base_commit":"abc","problem_statement":"p","patch":"no diff"}`,
+		`{"repo":"o/r","instance_id":"x-5","base_commit":"abc","problem_statement":"p","patch":"+++ b/f.py\n","test_patch":"tests"}`,
 		``,
 	}, "\n")
 	insts, skips := ReadSWEBench(strings.NewReader(in), "t")
 	if len(insts) != 1 || insts[0].InstanceID != "x-1" || !slices.Equal(insts[0].FailToPass, []string{"t1"}) || !slices.Equal(insts[0].PassToPass, []string{"t2"}) {
 		t.Fatalf("instances = %+v", insts)
 	}
-	want := []string{"line 2: not a JSON record", "line 3: instance x-2: FAIL_TO_PASS", "line 4: instance \"x-3\": problem_statement: empty", "line 5: instance x-4: patch: no file headers"}
+	want := []string{"line 2: not a JSON record", "line 3: instance x-2: FAIL_TO_PASS", "line 4: instance \"x-3\": problem_statement: empty", "line 5: instance x-4: patch: no file headers",
+		"line 6: instance x-5: test_patch: no file headers"}
 	if len(skips) != len(want) {
 		t.Fatalf("skips = %v", skips)
 	}

@@ -303,6 +303,9 @@ func planRuns(ctx context.Context, spec *Spec, opts *RunOptions) ([]*runUnit, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTestPatches(ctx, spec, sessions, opts.Repos, commits); err != nil {
+		return nil, err
+	}
 	var units []*runUnit
 	for rep := range opts.Repeats {
 		for _, s := range sessions {
@@ -323,6 +326,24 @@ func planRuns(ctx context.Context, spec *Spec, opts *RunOptions) ([]*runUnit, er
 		}
 	}
 	return units, nil
+}
+
+// checkTestPatches makes sure every focus task's test patch applies to its
+// base commit, so that a broken one fails before any model call.
+func checkTestPatches(ctx context.Context, spec *Spec, sessions []*Session, repos *Repos, commits map[string]string) error {
+	var errs []error
+	checked := map[string]bool{}
+	for _, s := range sessions {
+		t, _ := spec.Task(s.Focus)
+		if t.Verifier.TestPatch == "" || checked[t.ID] {
+			continue
+		}
+		checked[t.ID] = true
+		if err := repos.CheckPatch(ctx, t.Repository, commits[repoKey(t)], []byte(t.Verifier.TestPatch)); err != nil {
+			errs = append(errs, fmt.Errorf("bench: task %s: verifier.test_patch: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkProxy asks the proxy's health route.
@@ -506,9 +527,12 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 		return err
 	}
 	made = append(made, clean)
-	score, out := Verify(ctx, clean, patch, focus.Verifier, opts.VerifyTimeout)
+	score, out, err := Verify(ctx, clean, patch, focus.Verifier, opts.VerifyTimeout)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: %w", focus.ID, err)
 	}
 	res.Score = score
 	if err := os.WriteFile(filepath.Join(opts.Out, "logs", fileName(u.key)+".verify.log"), out, 0o644); err != nil {

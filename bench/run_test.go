@@ -206,8 +206,14 @@ func TestRunSetup(t *testing.T) {
 	if _, err := Run(t.Context(), spec, opts); err == nil || !strings.Contains(err.Error(), `commit "deadbeef" not found`) {
 		t.Errorf("Run without the commit: %v", err)
 	}
-	opts.Proxy = "http://127.0.0.1:9"
 	spec.Tasks[0].BaseCommit = ""
+	good := spec.Tasks[0].Verifier.TestPatch
+	spec.Tasks[0].Verifier.TestPatch = strings.Replace(good, "func TestSub", "func TestMul", 2)
+	if _, err := Run(t.Context(), spec, opts); err == nil || !strings.Contains(err.Error(), "task calc-add: verifier.test_patch: git apply") {
+		t.Errorf("Run with a test patch that does not apply: %v", err)
+	}
+	spec.Tasks[0].Verifier.TestPatch = good
+	opts.Proxy = "http://127.0.0.1:9"
 	if _, err := Run(t.Context(), spec, opts); err == nil || !strings.Contains(err.Error(), "does not answer") {
 		t.Errorf("Run without a proxy: %v", err)
 	}

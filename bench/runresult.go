@@ -72,6 +72,9 @@ type Score struct {
 	// Failed lists the listed tests that did not pass (failed, errored or
 	// not found in the output).
 	Failed []string `json:"failed,omitempty"`
+	// Stripped lists the files the test patch sets whose changes were left
+	// out of the patch before it was applied.
+	Stripped []string `json:"stripped_files,omitempty"`
 	// ExitCode of the test command (-1 when it did not run).
 	ExitCode int `json:"exit_code"`
 	// Problem says why the verifier could not judge (patch did not apply,

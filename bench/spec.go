@@ -65,6 +65,10 @@ type Verifier struct {
 	PassToPass   []string `json:"pass_to_pass,omitempty"`
 	TestCommand  string   `json:"test_command,omitempty"`
 	ChangedFiles []string `json:"changed_files,omitempty"`
+	// TestPatch is a git diff applied to the clean checkout after the
+	// model's patch and before the tests run: the tests the task is judged
+	// by (SWE-bench's test_patch), which FAIL_TO_PASS may name.
+	TestPatch string `json:"test_patch,omitempty"`
 }
 
 // Session pairs a focus task with four distractors of the same repository
@@ -221,6 +225,9 @@ func (t *Task) Validate() error {
 		if f == "" {
 			bad("verifier.changed_files[%d]: empty", i)
 		}
+	}
+	if p := t.Verifier.TestPatch; p != "" && len(ChangedFiles(p)) == 0 {
+		bad("verifier.test_patch: no file headers (want a git diff)")
 	}
 	return errors.Join(errs...)
 }

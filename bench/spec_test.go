@@ -68,6 +68,7 @@ func TestValidateErrors(t *testing.T) {
 		{"submit not last", func(s *Spec) { s.Tasks[0].Stages[0].Submit = true }, "task a: stages[0]: submit: only the last stage may submit"},
 		{"duplicate task", func(s *Spec) { s.Tasks[1].ID = "a" }, "task a: id: duplicate"},
 		{"version", func(s *Spec) { s.Version = 2 }, "version: 2, want 1"},
+		{"test patch not a diff", func(s *Spec) { s.Tasks[1].Verifier.TestPatch = "add tests" }, "task b: verifier.test_patch: no file headers"},
 		{"tool result missing", func(s *Spec) { s.Tasks[2].Stages[0].Messages = s.Tasks[2].Stages[0].Messages[:1] },
 			`task c: stages[0]: messages: tool call "c1": no tool result`},
 		{"orphan tool result", func(s *Spec) { s.Tasks[2].Stages[0].Messages[1].ToolCallID = "zz" },

@@ -69,23 +69,42 @@ func ParseTests(out []byte) map[string]string {
 // VerifyTimeout bounds a test command when Verify is given none.
 const VerifyTimeout = 30 * time.Minute
 
-// Verify applies patch to the clean checkout and runs the verifier's test
-// command there (sh -c, in the checkout): the task is resolved only when
-// the patch applies and every FAIL_TO_PASS and PASS_TO_PASS test passed.
-// With no tests listed, the command's exit status decides. It returns the
-// score and the command's output.
-func Verify(ctx context.Context, clean *Checkout, patch []byte, v Verifier, timeout time.Duration) (Score, []byte) {
+// ErrTestPatch marks a task whose test patch does not apply to the clean
+// checkout: a broken spec or base commit, not a patch that failed.
+var ErrTestPatch = errors.New("the test patch does not apply")
+
+// Verify scores patch, a model's final diff, on the clean checkout, as
+// SWE-bench does: the patch is applied, then the verifier's test patch (the
+// tests the task's fix is judged by), then the test command runs (sh -c, in
+// the checkout). The model may not change what the tests are: the file
+// parts of patch that touch a file the test patch names are left out before
+// it is applied (Score.Stripped lists them), so the test patch always
+// applies over the base commit's test files. The task is resolved only
+// when the patch applies and every FAIL_TO_PASS and PASS_TO_PASS test
+// passed; with no tests listed, the command's exit status decides.
+//
+// A patch that does not apply is unresolved. A test patch that does not
+// apply is an error wrapping ErrTestPatch: nothing can be judged. Verify
+// returns the score and the command's output.
+func Verify(ctx context.Context, clean *Checkout, patch []byte, v Verifier, timeout time.Duration) (Score, []byte, error) {
 	s := Score{PatchBytes: len(patch), ExitCode: -1,
 		FailToPass: TestTally{Total: len(v.FailToPass)}, PassToPass: TestTally{Total: len(v.PassToPass)}}
+	if v.TestPatch != "" {
+		kept, stripped := StripFiles(string(patch), patchPaths(v.TestPatch))
+		patch, s.Stripped = []byte(kept), stripped
+	}
 	if err := clean.Apply(ctx, patch); err != nil {
 		s.Problem = "patch does not apply: " + err.Error()
 		s.Failed = append(append(s.Failed, v.FailToPass...), v.PassToPass...)
-		return s, nil
+		return s, nil, nil
 	}
 	s.Applied = true
+	if err := clean.Apply(ctx, []byte(v.TestPatch)); err != nil {
+		return s, nil, fmt.Errorf("bench: verify in %s: %w: %w", clean.Dir, ErrTestPatch, err)
+	}
 	if v.TestCommand == "" {
 		s.Problem = "no test command"
-		return s, nil
+		return s, nil, nil
 	}
 	if timeout <= 0 {
 		timeout = VerifyTimeout
@@ -126,5 +145,5 @@ func Verify(ctx context.Context, clean *Checkout, patch []byte, v Verifier, time
 	} else {
 		s.Resolved = len(s.Failed) == 0 && s.Problem == ""
 	}
-	return s, out.Bytes()
+	return s, out.Bytes(), nil
 }

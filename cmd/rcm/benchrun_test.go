@@ -95,7 +95,8 @@ func TestBenchRunSetupErrors(t *testing.T) {
 // rcm in each mode in-process, and the scripted upstream playing a model
 // that fixes the fixture's bugs through OpenCode's own tools (read, edit,
 // bash, write). The runner scores the focus checkout's patch with the
-// fixture's tests; a second model that breaks a PASS_TO_PASS test is
+// fixture's tests, with its test patch (TestAddNegative, a FAIL_TO_PASS
+// test, is only there); a second model that breaks a PASS_TO_PASS test is
 // counted unresolved.
 //
 // It skips when npm or its registry cannot be reached, unless CI is set and
@@ -154,7 +155,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 		modes := map[string]int{}
 		for _, r := range runs {
 			modes[r.Mode+"/"+r.Condition]++
-			if !r.Resolved || !r.Applied || r.FailToPass != (runbench.TestTally{Passed: 1, Total: 1}) || r.PassToPass.Passed != 2 {
+			if !r.Resolved || !r.Applied || r.FailToPass != (runbench.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
 				t.Errorf("run %s: %+v, want resolved with every listed test passing", r.Key, r.Score)
 			}
 			if r.Requests != 2 || r.Answered != 2 || r.TurnErrors != 0 || r.Timeouts != 0 {
@@ -223,7 +224,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 			t.Fatalf("%d runs, want 1", len(runs))
 		}
 		r := runs[0]
-		if r.Resolved || !r.Applied || r.FailToPass.Passed != 1 || r.PassToPass.Passed != 1 || len(r.Failed) != 1 || r.Failed[0] != "TestSub" {
+		if r.Resolved || !r.Applied || r.FailToPass.Passed != 2 || r.PassToPass.Passed != 1 || len(r.Failed) != 1 || r.Failed[0] != "TestSub" {
 			t.Errorf("breaking run scored %+v, want unresolved with TestSub failing", r.Score)
 		}
 	})

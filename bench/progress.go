@@ -8,21 +8,38 @@ import (
 	"time"
 )
 
-// Bar shows a replay's Progress: a redrawn bar with an ETA on a terminal,
-// plain lines at every tenth of the way otherwise (logs, CI). Its Update
-// fits Options.Progress.
+// Bar shows a Progress: a redrawn bar with an ETA on a terminal, plain
+// lines at every tenth of the way otherwise (logs, CI). Its Update fits
+// Options.Progress and RunOptions.Progress.
 type Bar struct {
-	w    io.Writer
-	tty  bool
-	last time.Time
-	step int  // tenths printed (plain lines)
-	end  bool // the final line is printed
-	now  func() time.Time
+	w      io.Writer
+	labels Labels
+	tty    bool
+	last   time.Time
+	step   int  // tenths printed (plain lines)
+	end    bool // the final line is printed
+	now    func() time.Time
 }
 
-// NewBar writes to f, as a bar when f is a terminal.
-func NewBar(f *os.File) *Bar {
-	return &Bar{w: f, tty: IsTerminal(f), now: time.Now}
+// Labels name what a Bar counts: its plain lines read
+// "NAME:  40%  12/30 CALLS  1/5 SESSIONS  ETA 9s".
+type Labels struct {
+	Name     string
+	Calls    string // what Progress.Calls counts
+	Sessions string // what Progress.Sessions counts
+}
+
+// The labels of a replay (Replay's Progress) and of a real run (Run's:
+// Calls counts requests, Sessions finished runs).
+var (
+	ReplayLabels = Labels{Name: "replay", Calls: "calls", Sessions: "sessions"}
+	RunLabels    = Labels{Name: "run", Calls: "requests", Sessions: "runs"}
+)
+
+// NewBar writes to w, as a bar when w is a terminal.
+func NewBar(w io.Writer, l Labels) *Bar {
+	f, ok := w.(*os.File)
+	return &Bar{w: w, labels: l, tty: ok && IsTerminal(f), now: time.Now}
 }
 
 // IsTerminal reports whether f is a character device (a terminal), without
@@ -50,17 +67,19 @@ func (b *Bar) Update(p Progress) {
 		b.last = now
 		const width = 30
 		n := int(frac * width)
-		fmt.Fprintf(b.w, "\r[%s%s] %3.0f%%  %d/%d calls  %d/%d sessions  ETA %s   ",
-			strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100,
-			p.Calls, p.TotalCalls, p.Sessions, p.TotalSessions, eta)
+		fmt.Fprintf(b.w, "\r[%s%s] %3.0f%%  %s  ETA %s   ",
+			strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100, b.counts(p), eta)
 		return
 	}
 	last := p.Calls == p.TotalCalls && p.Sessions == p.TotalSessions
 	if t := int(frac * 10); t > b.step || (last && !b.end) {
 		b.step, b.end = t, last
-		fmt.Fprintf(b.w, "replay: %3.0f%%  %d/%d calls  %d/%d sessions  ETA %s\n",
-			frac*100, p.Calls, p.TotalCalls, p.Sessions, p.TotalSessions, eta)
+		fmt.Fprintf(b.w, "%s: %3.0f%%  %s  ETA %s\n", b.labels.Name, frac*100, b.counts(p), eta)
 	}
+}
+
+func (b *Bar) counts(p Progress) string {
+	return fmt.Sprintf("%d/%d %s  %d/%d %s", p.Calls, p.TotalCalls, b.labels.Calls, p.Sessions, p.TotalSessions, b.labels.Sessions)
 }
 
 // Done ends the bar's line on a terminal.

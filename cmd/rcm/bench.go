@@ -159,7 +159,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if overhead {
 		opts.Direct = upURL
 	}
-	bar := replaybench.NewBar(stderr)
+	bar := replaybench.NewBar(stderr, replaybench.ReplayLabels)
 	opts.Progress = bar.Update
 	fmt.Fprintf(stderr, "replaying %d sessions of %s (%d tasks)\n", len(spec.Sessions), spec.Name, len(spec.Tasks))
 	res, err := replaybench.Replay(ctx, spec, opts)

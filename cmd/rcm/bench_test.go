@@ -78,6 +78,9 @@ func TestBenchReplayRealProxy(t *testing.T) {
 	if !strings.Contains(string(out), "native") || !strings.Contains(string(out), "tokens ratio") {
 		t.Errorf("stdout has no summary table:\n%s", out)
 	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "stderr")); !strings.Contains(string(log), "replay: 100%") || !strings.Contains(string(log), " calls  ") {
+		t.Errorf("stderr has no progress lines in a replay's words:\n%s", log)
+	}
 }
 
 func TestBenchReplayRefusesBadFlags(t *testing.T) {

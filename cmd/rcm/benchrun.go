@@ -178,7 +178,7 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	defer oc.Close()
 	opts.Harness = oc
 
-	bar := runbench.NewBar(os.Stderr)
+	bar := runbench.NewBar(stderr, runbench.RunLabels)
 	opts.Progress = bar.Update
 	st, err := runbench.Run(ctx, spec, opts)
 	bar.Done()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,9 @@ func TestBenchRunOpenCode(t *testing.T) {
 			t.Fatalf("bench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 		}
 		t.Logf("bench run %s in %v: %s", script, time.Since(start).Round(time.Millisecond), stdout.String())
+		if !regexp.MustCompile(`run: 100%  \d+/\d+ requests  \d+/\d+ runs`).MatchString(stderr.String()) {
+			t.Errorf("stderr has no progress lines in a run's words:\n%s", stderr.String())
+		}
 		runs, err := runbench.ReadRuns(filepath.Join(out, runbench.RunsFile))
 		if err != nil {
 			t.Fatal(err)

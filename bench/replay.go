@@ -378,6 +378,7 @@ func (p *plan) history(sp *schedulePlan, k int) *History {
 type callObs struct {
 	truth         string
 	focus         bool
+	postSwitch    bool // a focus call after another task's turn (S_switch)
 	sent, fwd     int // body bytes
 	recall        float64
 	contamination float64
@@ -415,6 +416,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 	defer r.opts.Upstream.Take(sid)
 	out := make([]callObs, 0, len(sp.calls))
 	var prev []byte
+	switched := false // another task's turn came before this call
 	for k, c := range sp.calls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -442,6 +444,8 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
 			prefix: nan(), overhead: nan(),
 		}
+		o.postSwitch = o.focus && switched
+		switched = switched || !o.focus
 		if o.task != "" {
 			o.confidence, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
 		}

@@ -119,6 +119,20 @@ func TestReplayStandIn(t *testing.T) {
 	if math.Abs(float64(routed.FocusRecall)-want) > 1e-6 || routed.Contamination != 0 || routed.TokensRatio >= 1 {
 		t.Errorf("router stand-in: recall %v (want %v), contamination %v, tokens ratio %v", routed.FocusRecall, want, routed.Contamination, routed.TokensRatio)
 	}
+	// After the first switch (stage 2 and the submit), native carries the
+	// other tasks' turns: more contamination than over all focus calls.
+	post := routed.PostSwitch
+	if want := (0.5 + 1.0/3) / 2; post.N != native.N || math.Abs(float64(post.FocusRecall)-want) > 1e-6 || post.Contamination != 0 || post.TokensRatio >= routed.TokensRatio {
+		t.Errorf("router stand-in post-switch: %+v, want recall %v, no contamination, fewer tokens than over all focus calls (%v)", post, want, routed.TokensRatio)
+	}
+	if np := native.PostSwitch; np.FocusRecall != 1 || np.TokensRatio != 1 || !(np.Contamination > native.Contamination) || np.TokensVsBase <= 1 {
+		t.Errorf("native post-switch: %+v; want recall 1, ratio 1, contamination above %v, more tokens than S_base", np, native.Contamination)
+	}
+	for _, r := range res.PerSession {
+		if r.PostSwitch.FocusCalls != 2 {
+			t.Errorf("%s %s: %d post-switch focus calls, want 2", r.Session, r.Mode, r.PostSwitch.FocusCalls)
+		}
+	}
 	if routed.RoutingAccuracy != 1 || routed.Routed != 1 || len(routed.Calibration) != 1 || math.Abs(float64(routed.ECE)-0.1) > 1e-9 {
 		t.Errorf("router stand-in: routing %v, routed %v, calibration %+v, ECE %v", routed.RoutingAccuracy, routed.Routed, routed.Calibration, routed.ECE)
 	}
@@ -157,10 +171,19 @@ func checkOutputs(t *testing.T, dir string) map[string]any {
 				t.Errorf("results.json: %v: no %q", obj["mode"], k)
 			}
 		}
+		post, _ := obj["post_switch"].(map[string]any)
+		for _, k := range []string{"n", "focus_recall", "contamination", "tokens_ratio", "tokens_ratio_ci"} {
+			if _, ok := post[k]; !ok {
+				t.Errorf("results.json: %v: no post_switch.%s", obj["mode"], k)
+			}
+		}
 	}
 	md, err := os.ReadFile(filepath.Join(dir, ReportFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(md, []byte("## Post-switch focus calls")) {
+		t.Error("report.md has no post-switch table")
 	}
 	for _, svg := range []string{ModesSVG, SweepSVG} {
 		if !bytes.Contains(md, []byte("]("+svg+")")) {

@@ -49,10 +49,11 @@ func (r *Results) Write(dir string) error {
 // WriteTable prints the summary table: one row per mode and threshold.
 func (r *Results) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\trouting acc\tECE\tfallback\tprefix\toverhead p50 ms\t")
+	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\tpost-switch recall\tpost-switch tokens\trouting acc\tECE\tfallback\tprefix\toverhead p50 ms\t")
 	for _, s := range r.Summaries {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
 			f3(s.FocusRecall), f3(s.FocusRecallBase), f3(s.Contamination), f3(s.TokensRatio),
+			f3(s.PostSwitch.FocusRecall), f3(s.PostSwitch.TokensRatio),
 			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), f3(s.PrefixStability), f2(s.OverheadP50))
 	}
 	tw.Flush()
@@ -108,6 +109,9 @@ with their 95% Student-t interval over sessions in brackets. Per call:
   (state records, summaries) the task whose requests or checkout path it quotes.
 - **tokens ratio**: forwarded tokens over what the harness sent (= native's forwarded tokens);
   *vs base*: forwarded tokens over those of the same call in S_base.
+- **post-switch**: the same recall, contamination and tokens ratio over the focus calls of
+  S_switch that come after another task's turn (A_2 .. A_submit): there the other tasks' turns
+  are in the history, so that is where routing matters; A_1's calls have nothing to drop.
 - **routing acc**: over all S_switch calls; the proxy's task ids (X-RCM-Task) are mapped to
   true tasks one-to-one by decreasing co-occurrence in the session; calls without a decision
   count as wrong. *ECE*: expected calibration error of X-RCM-Confidence over 10 bins.
@@ -130,6 +134,16 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 			format(s.ForwardedTokens, 0), withCI(s.RoutingAccuracy, s.RoutingAccuracyCI), f3(s.Routed), f3(s.ECE),
 			f3(s.FallbackRate), f3(s.FallbackThreshold), f3(s.FallbackError),
 			withCI(s.PrefixStability, s.PrefixStabilityCI), f2(s.OverheadP50), f2(s.OverheadP95))
+	}
+	fmt.Fprintln(w, "\n## Post-switch focus calls")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| mode | threshold | n | recall | contamination | tokens ratio | vs base |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|")
+	for _, s := range r.Summaries {
+		p := s.PostSwitch
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s |\n", s.Mode, s.Threshold, p.N,
+			withCI(p.FocusRecall, p.FocusRecallCI), withCI(p.Contamination, p.ContaminationCI),
+			withCI(p.TokensRatio, p.TokensRatioCI), f3(p.TokensVsBase))
 	}
 	fmt.Fprintln(w, "\n## Near and far sessions")
 	fmt.Fprintln(w)

@@ -57,27 +57,54 @@ type SessionResult struct {
 	FallbackThreshold Num `json:"fallback_threshold"`
 	FallbackError     Num `json:"fallback_error"`
 	PrefixStability   Num `json:"prefix_stability"`
+	// PostSwitch: the same focus-call means over the post-switch calls only.
+	PostSwitch PostSwitch `json:"post_switch"`
 
 	decisions []Decision
 	overhead  []float64 // ms, every call of both schedules
 }
 
+// PostSwitch is a session's focus calls of S_switch that come after
+// another task's turn (every focus stage but the first in S_switch): the
+// calls where the other tasks' turns sit in the harness's history, so where
+// routing can drop them. A_1's calls have nothing to drop.
+type PostSwitch struct {
+	FocusCalls    int `json:"focus_calls"`
+	FocusRecall   Num `json:"focus_recall"`
+	Contamination Num `json:"contamination"`
+	TokensRatio   Num `json:"tokens_ratio"`
+	TokensVsBase  Num `json:"tokens_vs_base"`
+}
+
+// focusMeans are the means of the focus-call values.
+type focusMeans struct {
+	recall, contam, ratio, vsBase []float64
+}
+
+func (f *focusMeans) add(o callObs, base []callObs, k int) {
+	f.recall = append(f.recall, o.recall)
+	f.contam = append(f.contam, o.contamination)
+	f.ratio = append(f.ratio, float64(o.fwd)/float64(o.sent))
+	if k < len(base) {
+		f.vsBase = append(f.vsBase, float64(o.fwd)/float64(base[k].fwd))
+	}
+}
+
 // sessionResult condenses both schedules' calls of one session.
 func sessionResult(sess *Session, mode string, threshold float64, base, sw []callObs) *SessionResult {
 	r := &SessionResult{Session: sess.ID, Kind: sess.Kind, Mode: mode, Threshold: threshold, Calls: len(sw)}
-	var recall, contam, ratio, vsBase, toks, recallB, contamB []float64
+	var all, post focusMeans
+	var toks, recallB, contamB []float64
 	k := 0
 	for _, o := range sw {
 		if !o.focus {
 			continue
 		}
-		recall = append(recall, o.recall)
-		contam = append(contam, o.contamination)
-		ratio = append(ratio, float64(o.fwd)/float64(o.sent))
-		toks = append(toks, float64(Tokens(o.fwd)))
-		if k < len(base) {
-			vsBase = append(vsBase, float64(o.fwd)/float64(base[k].fwd))
+		all.add(o, base, k)
+		if o.postSwitch {
+			post.add(o, base, k)
 		}
+		toks = append(toks, float64(Tokens(o.fwd)))
 		k++
 	}
 	r.FocusCall = k
@@ -85,9 +112,11 @@ func sessionResult(sess *Session, mode string, threshold float64, base, sw []cal
 		recallB = append(recallB, o.recall)
 		contamB = append(contamB, o.contamination)
 	}
-	r.FocusRecall, r.Contamination, r.TokensRatio = mean(recall), mean(contam), mean(ratio)
-	r.TokensVsBase, r.ForwardedTokens = mean(vsBase), mean(toks)
+	r.FocusRecall, r.Contamination, r.TokensRatio = mean(all.recall), mean(all.contam), mean(all.ratio)
+	r.TokensVsBase, r.ForwardedTokens = mean(all.vsBase), mean(toks)
 	r.FocusRecallBase, r.ContaminationBase = mean(recallB), mean(contamB)
+	r.PostSwitch = PostSwitch{FocusCalls: len(post.recall), FocusRecall: mean(post.recall), Contamination: mean(post.contam),
+		TokensRatio: mean(post.ratio), TokensVsBase: mean(post.vsBase)}
 
 	got, truth := make([]string, len(sw)), make([]string, len(sw))
 	var fbT, fbE, routed float64
@@ -168,6 +197,22 @@ type Metrics struct {
 	PrefixStabilityCI [2]Num `json:"prefix_stability_ci"`
 	OverheadP50       Num    `json:"overhead_ms_p50"`
 	OverheadP95       Num    `json:"overhead_ms_p95"`
+	// PostSwitch: recall, contamination and tokens over the post-switch
+	// focus calls only (see PostSwitch), over the sessions that have some.
+	PostSwitch PostSwitchMetrics `json:"post_switch"`
+}
+
+// PostSwitchMetrics are PostSwitch's values over sessions: the mean over
+// sessions with its 95% t-interval (_ci).
+type PostSwitchMetrics struct {
+	N               int    `json:"n"` // sessions with post-switch focus calls
+	FocusRecall     Num    `json:"focus_recall"`
+	FocusRecallCI   [2]Num `json:"focus_recall_ci"`
+	Contamination   Num    `json:"contamination"`
+	ContaminationCI [2]Num `json:"contamination_ci"`
+	TokensRatio     Num    `json:"tokens_ratio"`
+	TokensRatioCI   [2]Num `json:"tokens_ratio_ci"`
+	TokensVsBase    Num    `json:"tokens_vs_base"`
 }
 
 // Summary is one row of results.json: a mode at a threshold, over all
@@ -253,6 +298,16 @@ func metricsOf(rs []*SessionResult) Metrics {
 	m.FallbackThreshold, _ = ci(func(r *SessionResult) Num { return r.FallbackThreshold })
 	m.FallbackError, _ = ci(func(r *SessionResult) Num { return r.FallbackError })
 	m.PrefixStability, m.PrefixStabilityCI = ci(func(r *SessionResult) Num { return r.PrefixStability })
+	p := &m.PostSwitch
+	for _, r := range rs {
+		if r.PostSwitch.FocusCalls > 0 {
+			p.N++
+		}
+	}
+	p.FocusRecall, p.FocusRecallCI = ci(func(r *SessionResult) Num { return r.PostSwitch.FocusRecall })
+	p.Contamination, p.ContaminationCI = ci(func(r *SessionResult) Num { return r.PostSwitch.Contamination })
+	p.TokensRatio, p.TokensRatioCI = ci(func(r *SessionResult) Num { return r.PostSwitch.TokensRatio })
+	p.TokensVsBase, _ = ci(func(r *SessionResult) Num { return r.PostSwitch.TokensVsBase })
 	var ds []Decision
 	var over []float64
 	for _, r := range rs {

@@ -23,6 +23,10 @@ type benchRow struct {
 	Fallback      *float64 `json:"fallback_rate"`
 	Prefix        *float64 `json:"prefix_stability"`
 	Overhead      *float64 `json:"overhead_ms_p50"`
+	PostSwitch    struct {
+		N           int
+		TokensRatio *float64 `json:"tokens_ratio"`
+	} `json:"post_switch"`
 }
 
 type benchResults struct {
@@ -62,7 +66,8 @@ func TestBenchReplayRealProxy(t *testing.T) {
 	}
 	for _, row := range r.Results {
 		if row.Threshold != 0.8 || row.N != r.Sessions || row.FocusRecall == nil || row.TokensRatio == nil ||
-			row.Contamination == nil || row.Fallback == nil || row.Prefix == nil || row.Overhead == nil {
+			row.Contamination == nil || row.Fallback == nil || row.Prefix == nil || row.Overhead == nil ||
+			row.PostSwitch.N != r.Sessions || row.PostSwitch.TokensRatio == nil {
 			t.Errorf("%s: %+v", row.Mode, row)
 		}
 	}

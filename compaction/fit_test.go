@@ -13,6 +13,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -20,25 +23,24 @@ import (
 // session builds a compact body: a system prompt, then turns of a request,
 // an assistant tool call, its result of outBytes bytes and a closing
 // assistant text of textBytes bytes. Turn 0 can be the post-compaction recap.
-func session(t testing.TB, turns, outBytes, textBytes int, recap bool) []byte {
-	t.Helper()
-	ms := []msg{{Role: "system", Content: "You are opencode."}}
+func session(turns, outBytes, textBytes int, recap bool) []byte {
+	ms := []bench.Message{chattest.System("You are opencode.")}
 	if recap {
 		ms = append(ms,
-			msg{Role: "user", Content: "What did we do so far?"},
-			msg{Role: "assistant", Content: "## Task a\n" + strings.Repeat("summary ", 700)},
-			msg{Role: "user", Content: "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."})
+			chattest.User("What did we do so far?"),
+			chattest.Assistant("## Task a\n"+strings.Repeat("summary ", 700)),
+			chattest.User("Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."))
 	}
 	for i := range turns {
 		id := "call_" + strconv.Itoa(i)
 		ms = append(ms,
-			msg{Role: "user", Content: fmt.Sprintf("request %d: fix bug %d in pkg/p%d.go ", i, i, i) + strings.Repeat("é", 40)},
-			msg{Role: "assistant", ToolCalls: []call{toolCall(id, "bash", `{"command":"cat pkg/p.go"}`)}},
-			msg{Role: "tool", ToolCallID: id, Content: filler("out", i, outBytes)},
-			msg{Role: "assistant", Content: filler("text", i, textBytes)},
+			chattest.User(fmt.Sprintf("request %d: fix bug %d in pkg/p%d.go ", i, i, i)+strings.Repeat("é", 40)),
+			chattest.ToolCall(id, "bash", `{"command":"cat pkg/p.go"}`),
+			chattest.ToolResult(id, filler("out", i, outBytes)),
+			chattest.Assistant(filler("text", i, textBytes)),
 		)
 	}
-	return chatBody(t, ms)
+	return chattest.Body(ms...)
 }
 
 // filler is n bytes of distinct lines, with multi-byte runes so that cuts
@@ -159,8 +161,8 @@ func isSubset(a, b []int) bool {
 }
 
 func TestFit(t *testing.T) {
-	body := session(t, 6, 20000, 6000, true)
-	tr := parse(t, body)
+	body := session(6, 20000, 6000, true)
+	tr := chattest.Parse(t, body)
 	if tr.Turns[0].Kind != transcript.Summary || len(tr.Turns) != 7 {
 		t.Fatalf("turns %+v", tr.Turns)
 	}
@@ -227,8 +229,8 @@ func TestFit(t *testing.T) {
 }
 
 func TestFitRespectsReplacedAndCurrent(t *testing.T) {
-	body := session(t, 3, 9000, 0, false)
-	tr := parse(t, body)
+	body := session(3, 9000, 0, false)
+	tr := chattest.Parse(t, body)
 	// Turn 0's tool output is already replaced (e.g. by another rewrite):
 	// Fit must not cut it again. The current turn (1 here, not the last)
 	// and the turns after it stay whole.
@@ -250,7 +252,7 @@ func TestFitRespectsReplacedAndCurrent(t *testing.T) {
 }
 
 func TestFitBadEdit(t *testing.T) {
-	tr := parse(t, session(t, 2, 9000, 0, false))
+	tr := chattest.Parse(t, session(2, 9000, 0, false))
 	e := transcript.Edit{Keep: []int{0, 1, 1, 99}}
 	if out, rep := Fit(tr, e, 10, 1); !reflect.DeepEqual(out, e) || rep.Condensed+rep.Dropped != 0 {
 		t.Errorf("bad edit changed: %+v", rep)
@@ -259,7 +261,7 @@ func TestFitBadEdit(t *testing.T) {
 
 func TestFitCaptures(t *testing.T) {
 	for _, name := range []string{"tool_result_request", "continue_request", "after_autocompaction_request", "compaction_manual_request"} {
-		tr := parse(t, capture(t, name))
+		tr := chattest.Parse(t, capture.Body(t, name))
 		e := transcript.Edit{Keep: keepAll(tr)}
 		current := len(tr.Turns) - 1
 		out, rep := Fit(tr, e, 1, current)
@@ -272,10 +274,10 @@ func TestFitCaptures(t *testing.T) {
 
 func FuzzFit(f *testing.F) {
 	for _, name := range []string{"tool_result_request", "continue_request", "after_autocompaction_request"} {
-		f.Add(capture(f, name), 50, 1, uint64(0xff))
+		f.Add(capture.Body(f, name), 50, 1, uint64(0xff))
 	}
-	f.Add(session(f, 4, 5000, 4500, true), 3000, 4, uint64(0b10111))
-	f.Add(session(f, 3, 4200, 0, false), 2500, 2, uint64(0b11))
+	f.Add(session(4, 5000, 4500, true), 3000, 4, uint64(0b10111))
+	f.Add(session(3, 4200, 0, false), 2500, 2, uint64(0b11))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"tool","content":5}]}`), 1, 1, uint64(1))
 	f.Fuzz(func(t *testing.T, body []byte, budget, current int, mask uint64) {
 		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
@@ -304,8 +306,8 @@ func FuzzFit(f *testing.F) {
 }
 
 func BenchmarkFit(b *testing.B) {
-	body := session(b, 48, 16000, 4000, true) // about 1 MB
-	tr := parse(b, body)
+	body := session(48, 16000, 4000, true) // about 1 MB
+	tr := chattest.Parse(b, body)
 	e := transcript.Edit{Keep: keepAll(tr)}
 	current := len(tr.Turns) - 1
 	budget := Estimate(len(body)) / 8 // condenses every older turn, then drops

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
@@ -40,8 +42,8 @@ func sampleTasks() []TaskState {
 func TestRewriteCaptures(t *testing.T) {
 	for _, name := range []string{"compaction_manual_request", "compaction_with_prior_summary"} {
 		t.Run(name, func(t *testing.T) {
-			body := capture(t, name)
-			tr := parse(t, body)
+			body := capture.Body(t, name)
+			tr := chattest.Parse(t, body)
 			tasks := sampleTasks()
 			e, err := Rewrite(tr, tasks)
 			if err != nil {
@@ -83,7 +85,7 @@ func TestRewriteCaptures(t *testing.T) {
 			if len(after) != len(before) {
 				t.Errorf("fields %d -> %d", len(before), len(after))
 			}
-			re := parse(t, out)
+			re := chattest.Parse(t, out)
 			if re.Kind != transcript.Compaction {
 				t.Errorf("kind %s after rewrite", re.Kind)
 			}
@@ -121,8 +123,8 @@ func TestRewriteCaptures(t *testing.T) {
 }
 
 func TestRewriteNothingToSplit(t *testing.T) {
-	body := capture(t, "compaction_manual_request")
-	tr := parse(t, body)
+	body := capture.Body(t, "compaction_manual_request")
+	tr := chattest.Parse(t, body)
 	for _, tasks := range [][]TaskState{nil, sampleTasks()[:1]} {
 		e, err := Rewrite(tr, tasks)
 		if err != nil {
@@ -139,8 +141,8 @@ func TestRewriteNothingToSplit(t *testing.T) {
 }
 
 func TestRewriteErrors(t *testing.T) {
-	agent := parse(t, capture(t, "continue_request"))
-	comp := parse(t, capture(t, "compaction_manual_request"))
+	agent := chattest.Parse(t, capture.Body(t, "continue_request"))
+	comp := chattest.Parse(t, capture.Body(t, "compaction_manual_request"))
 	dup := sampleTasks()
 	dup[1].ID = dup[0].ID
 	empty := sampleTasks()
@@ -169,7 +171,7 @@ func TestRewritePromptParts(t *testing.T) {
 	sys := "You are a context summarization agent. Summarise."
 	body := []byte(`{"model":"m1","messages":[{"role":"system","content":` + mustQuote(t, sys) +
 		`},{"role":"user","content":[{"type":"text","text":"<conversation>\n[User]: hi\n</conversation>\n<template>\n## Objective\n</template>"}]}],"stream":true}`)
-	tr := parse(t, body)
+	tr := chattest.Parse(t, body)
 	e, err := Rewrite(tr, sampleTasks())
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +189,7 @@ func TestRewritePromptParts(t *testing.T) {
 	}
 	// A prompt without the conversation tag is not the harness's.
 	body = bytes.Replace(body, []byte("<conversation>"), []byte("<talk>"), 1)
-	if _, err := Rewrite(parse(t, body), sampleTasks()); !errors.Is(err, ErrNotCompaction) {
+	if _, err := Rewrite(chattest.Parse(t, body), sampleTasks()); !errors.Is(err, ErrNotCompaction) {
 		t.Errorf("no <conversation>: err %v", err)
 	}
 }

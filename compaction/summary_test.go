@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -128,7 +130,7 @@ func FuzzSplitSummary(f *testing.F) {
 // replaced by text.
 func summaryCapture(t *testing.T, text string) []byte {
 	t.Helper()
-	body := capture(t, "after_autocompaction_request")
+	body := capture.Body(t, "after_autocompaction_request")
 	q := mustQuote(t, text)
 	out, err := sjson.SetRawBytes(body, "messages.2.content", []byte(q))
 	if err != nil {
@@ -142,7 +144,7 @@ func TestScopeSummary(t *testing.T) {
 		"## Task t1\n### Objective\n- fix parse_range\n### Unfinished\n- add a test\n\n" +
 		"## Task t2\n### Objective\n- rename --verbose\n### Unfinished\n- docs/cli.md\n"
 	body := summaryCapture(t, summary)
-	tr := parse(t, body)
+	tr := chattest.Parse(t, body)
 	sections := SplitSummary(summary, []string{"t1", "t2"})
 	if len(tr.Turns) != 1 || tr.Turns[0].Kind != 1 {
 		t.Fatalf("turns %+v", tr.Turns)
@@ -179,21 +181,21 @@ func TestScopeSummary(t *testing.T) {
 
 func TestScopeSummaryKeepsWhole(t *testing.T) {
 	// The real capture: a summary without per-task sections.
-	tr := parse(t, capture(t, "after_autocompaction_request"))
+	tr := chattest.Parse(t, capture.Body(t, "after_autocompaction_request"))
 	if _, ok := ScopeSummary(tr, 0, "t1", map[string]string{"t1": "## Task t1\nx"}); ok {
 		t.Error("scoped a summary without task sections")
 	}
 	if _, ok := ScopeSummary(tr, 0, "t1", nil); ok {
 		t.Error("scoped without sections")
 	}
-	tr = parse(t, summaryCapture(t, "## Task t1\nx"))
+	tr = chattest.Parse(t, summaryCapture(t, "## Task t1\nx"))
 	for _, turn := range []int{-1, 1, 7} {
 		if _, ok := ScopeSummary(tr, turn, "t1", map[string]string{"t1": "x"}); ok {
 			t.Errorf("turn %d scoped", turn)
 		}
 	}
 	// A request turn is no summary.
-	agent := parse(t, capture(t, "continue_request"))
+	agent := chattest.Parse(t, capture.Body(t, "continue_request"))
 	if _, ok := ScopeSummary(agent, 0, "t1", map[string]string{"t1": "x"}); ok {
 		t.Error("request turn scoped")
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chattest"
 )
 
 // interleaved builds one session body from real trajectories: turn i is a
@@ -30,7 +31,7 @@ func interleaved(t testing.TB, size int, trajs ...*bench.Trajectory) ([]byte, []
 			n += len(m.Content) + 100
 		}
 	}
-	return chatBody(t, ms), turns
+	return chattest.Body(ms...), turns
 }
 
 // TestObserveInterleaved: only the task's own turns feed its record, and the
@@ -38,7 +39,7 @@ func interleaved(t testing.TB, size int, trajs ...*bench.Trajectory) ([]byte, []
 func TestObserveInterleaved(t *testing.T) {
 	a, b := miniSWE(t, "django__django-11099"), miniSWE(t, "sympy__sympy-13480")
 	body, turns := interleaved(t, 1<<20, a, b)
-	tr := parseBody(t, body)
+	tr := chattest.Parse(t, body)
 	var r Record
 	r.Observe(Observation{Transcript: tr, Turns: turns})
 	if len(r.Requirements) != len(turns) {
@@ -72,7 +73,7 @@ func TestObserveInterleaved(t *testing.T) {
 func BenchmarkObserve(b *testing.B) {
 	ta, tb := miniSWE(b, "django__django-11099"), miniSWE(b, "sympy__sympy-13480")
 	body, turns := interleaved(b, 1<<20, ta, tb)
-	tr := parseBody(b, body)
+	tr := chattest.Parse(b, body)
 	reply := sseReply("Done with this step.")
 	obs := Observation{Transcript: tr, Turns: turns, Response: reply, SSE: true, Status: 200}
 	b.Run("cold", func(b *testing.B) {

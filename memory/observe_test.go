@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -42,10 +44,10 @@ func sseReply(text string, calls ...transcript.ToolCall) []byte {
 func TestObserveOpenCodeCaptures(t *testing.T) {
 	var r Record
 	// The call after OpenCode's bash tool ran; the model answers "done".
-	tr := parseBody(t, capture(t, "tool_result_request"))
+	tr := chattest.Parse(t, capture.Body(t, "tool_result_request"))
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("done"), SSE: true, Status: 200})
 	// The next request of the session (the same task).
-	tr = parseBody(t, capture(t, "continue_request"))
+	tr = chattest.Parse(t, capture.Body(t, "continue_request"))
 	obs := Observation{Transcript: tr, Turns: []int{0, 1}, Response: sseReply("Here is my answer."), SSE: true, Status: 200}
 	r.Observe(obs)
 
@@ -77,7 +79,7 @@ func TestObserveOpenCodeCaptures(t *testing.T) {
 func TestObserveIgnoresSideCalls(t *testing.T) {
 	for _, name := range []string{"title_request", "compaction_manual_request"} {
 		var r Record
-		tr := parseBody(t, capture(t, name))
+		tr := chattest.Parse(t, capture.Body(t, name))
 		r.Observe(Observation{Transcript: tr, Turns: allTurns(tr), Response: sseReply("x"), SSE: true})
 		if !reflect.DeepEqual(r, Record{}) {
 			t.Errorf("%s: record %+v, want it untouched", name, r)
@@ -125,7 +127,7 @@ func TestObserveTrajectory(t *testing.T) {
 	var r Record
 	prev := 0
 	for i, body := range bodies {
-		tr := parseBody(t, body)
+		tr := chattest.Parse(t, body)
 		obs := Observation{Transcript: tr, Turns: allTurns(tr), Response: replies[i], Status: 200}
 		r.Observe(obs)
 		again := cloneRecord(t, r)
@@ -191,31 +193,6 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-// openCodeTurn builds an OpenCode-shaped body: the real system prompt and
-// tools of a capture, then the given messages.
-func openCodeBody(t testing.TB, ms []bench.Message) []byte {
-	t.Helper()
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(capture(t, "first_agent_request"), &body); err != nil {
-		t.Fatal(err)
-	}
-	var orig []json.RawMessage
-	if err := json.Unmarshal(body["messages"], &orig); err != nil {
-		t.Fatal(err)
-	}
-	all := []json.RawMessage{orig[0]}
-	for _, m := range ms {
-		all = append(all, mustJSON(t, m))
-	}
-	body["messages"] = mustJSON(t, all)
-	return mustJSON(t, body)
-}
-
-func toolCall(id, name string, args any) bench.ToolCall {
-	b, _ := json.Marshal(args)
-	return bench.ToolCall{ID: id, Type: "function", Function: bench.FunctionCall{Name: name, Arguments: string(b)}}
-}
-
 func TestObserveOpenCodeTools(t *testing.T) {
 	ws := "/work/ws3"
 	todos := []map[string]string{
@@ -227,22 +204,22 @@ func TestObserveOpenCodeTools(t *testing.T) {
 	ms := []bench.Message{
 		{Role: "user", Content: "Fix the crash in the YAML parser of ws3."},
 		{Role: "assistant", ToolCalls: []bench.ToolCall{
-			toolCall("c1", "read", map[string]any{"filePath": ws + "/pkg/parse.py"}),
-			toolCall("c2", "bash", map[string]any{"command": "cd " + ws + " && python -m pytest tests/test_parse.py -q", "workdir": ws}),
+			chattest.Call("c1", "read", map[string]any{"filePath": ws + "/pkg/parse.py"}),
+			chattest.Call("c2", "bash", map[string]any{"command": "cd " + ws + " && python -m pytest tests/test_parse.py -q", "workdir": ws}),
 		}},
 		{Role: "tool", ToolCallID: "c1", Content: "1: import yaml"},
 		{Role: "tool", ToolCallID: "c2", Content: "F.\n=================== 1 failed, 1 passed in 0.12s ===================\n"},
 		{Role: "assistant", ToolCalls: []bench.ToolCall{
-			toolCall("c1", "edit", map[string]any{"filePath": ws + "/pkg/parse.py", "oldString": "a", "newString": "b"}),
-			toolCall("c3", "write", map[string]any{"filePath": ws + "/tests/test_crash.py", "content": "def test(): pass\n"}),
-			toolCall("c4", "apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: pkg/util.py\n@@\n-a\n+b\n*** End Patch"}),
+			chattest.Call("c1", "edit", map[string]any{"filePath": ws + "/pkg/parse.py", "oldString": "a", "newString": "b"}),
+			chattest.Call("c3", "write", map[string]any{"filePath": ws + "/tests/test_crash.py", "content": "def test(): pass\n"}),
+			chattest.Call("c4", "apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: pkg/util.py\n@@\n-a\n+b\n*** End Patch"}),
 		}},
 		// Tool-call ids repeat: c1 here answers the edit, not the read.
 		{Role: "tool", ToolCallID: "c1", Content: "Edit applied successfully."},
 		{Role: "tool", ToolCallID: "c3", Content: "Wrote file successfully."},
 		{Role: "tool", ToolCallID: "c4", Content: "Success."},
 	}
-	tr := parseBody(t, openCodeBody(t, ms))
+	tr := chattest.Parse(t, chattest.OpenCodeBody(t, ms...))
 	reply := sseReply("", transcript.ToolCall{ID: "c5", Name: "todowrite", Arguments: string(mustJSON(t, map[string]any{"todos": todos}))})
 	var r Record
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: reply, SSE: true, Status: 200})
@@ -271,9 +248,9 @@ func TestObserveOpenCodeTools(t *testing.T) {
 	// model closes the turn. Todo progress is replaced, not repeated.
 	todos[1]["status"] = "completed"
 	ms = append(ms,
-		bench.Message{Role: "assistant", ToolCalls: []bench.ToolCall{toolCall("c5", "todowrite", map[string]any{"todos": todos[:2]})}},
+		bench.Message{Role: "assistant", ToolCalls: []bench.ToolCall{chattest.Call("c5", "todowrite", map[string]any{"todos": todos[:2]})}},
 		bench.Message{Role: "tool", ToolCallID: "c5", Content: "ok"})
-	tr = parseBody(t, openCodeBody(t, ms))
+	tr = chattest.Parse(t, chattest.OpenCodeBody(t, ms...))
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("Fixed the parser; the test is still to write."), SSE: true, Status: 200})
 	if len(r.Unfinished) != 0 {
 		t.Errorf("unfinished %q, want none", r.Unfinished)
@@ -288,7 +265,7 @@ func TestObserveOpenCodeTools(t *testing.T) {
 }
 
 func TestObserveFailedResponseIgnored(t *testing.T) {
-	tr := parseBody(t, capture(t, "tool_result_request"))
+	tr := chattest.Parse(t, capture.Body(t, "tool_result_request"))
 	var r Record
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: []byte(`{"error":{"message":"x"}}`), Status: 500})
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("done"), SSE: true, Status: 502})
@@ -301,7 +278,7 @@ func TestObserveFailedResponseIgnored(t *testing.T) {
 }
 
 func TestObserveBadTurns(t *testing.T) {
-	tr := parseBody(t, capture(t, "continue_request"))
+	tr := chattest.Parse(t, capture.Body(t, "continue_request"))
 	for _, turns := range [][]int{nil, {5}, {-1}, {1, 0}, {0, 0, 1}} {
 		var r Record
 		r.Observe(Observation{Transcript: tr, Turns: turns})

@@ -2,41 +2,13 @@ package proxy
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/tidwall/gjson"
+	"github.com/rcm-dev/rcm/internal/capture"
 )
-
-// bigBody grows a real OpenCode body to about size bytes by repeating its
-// turns with tool traffic, as a long session would.
-func bigBody(b *testing.B, size int) []byte {
-	body, _, _ := load(b, "continue_request")
-	msgs := gjson.GetBytes(body, "messages")
-	var turns [][]byte
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		if m.Get("role").String() != "system" {
-			turns = append(turns, []byte(m.Raw))
-		}
-		return true
-	})
-	var arr bytes.Buffer
-	arr.WriteByte('[')
-	arr.WriteString(msgs.Get("0").Raw)
-	for i := 0; arr.Len() < size; i++ {
-		for _, m := range turns {
-			arr.WriteByte(',')
-			arr.Write(bytes.Replace(m, []byte(`hello-from-tool\n`), []byte(fmt.Sprintf(`tool output %d %s\n`, i, bytes.Repeat([]byte("x"), 4000))), 1))
-		}
-	}
-	arr.WriteByte(']')
-	out := append([]byte{}, body[:msgs.Index]...)
-	out = append(out, arr.Bytes()...)
-	return append(out, body[msgs.Index+len(msgs.Raw):]...)
-}
 
 // benchNative measures rcm's own work per native-mode request: read, parse,
 // session, forward to a local upstream and copy the answer back.
@@ -70,21 +42,21 @@ func benchMode(b *testing.B, mode Mode, body []byte) {
 	}
 }
 
-func BenchmarkRouter1MB(b *testing.B) { benchMode(b, Router, bigBody(b, 1<<20)) }
+func BenchmarkRouter1MB(b *testing.B) { benchMode(b, Router, capture.Grow(b, 1<<20)) }
 
-func BenchmarkRCM1MB(b *testing.B) { benchMode(b, RCM, bigBody(b, 1<<20)) }
+func BenchmarkRCM1MB(b *testing.B) { benchMode(b, RCM, capture.Grow(b, 1<<20)) }
 
 func BenchmarkNativeSmall(b *testing.B) {
-	body, _, _ := load(b, "title_request")
+	body := capture.Body(b, "title_request")
 	benchNative(b, body)
 }
 
-func BenchmarkNative1MB(b *testing.B) { benchNative(b, bigBody(b, 1<<20)) }
+func BenchmarkNative1MB(b *testing.B) { benchNative(b, capture.Grow(b, 1<<20)) }
 
 // BenchmarkDirect1MB is the same round trip without rcm: the floor the
 // proxy's overhead is measured against.
 func BenchmarkDirect1MB(b *testing.B) {
-	body := bigBody(b, 1<<20)
+	body := capture.Grow(b, 1<<20)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, `{"choices":[]}`)

@@ -8,19 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
-
-// forwardedMessages returns the raw messages of a forwarded body.
-func forwardedMessages(body []byte) []string {
-	var out []string
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		out = append(out, m.Raw)
-		return true
-	})
-	return out
-}
 
 func TestRCMModeInjectsFrozenRecord(t *testing.T) {
 	rec := &recorder{}
@@ -42,7 +33,7 @@ func TestRCMModeInjectsFrozenRecord(t *testing.T) {
 		}
 	}
 	got3, _ := rec.last(t)
-	msgs := forwardedMessages(got3)
+	msgs := chattest.Messages(got3)
 	// system | t1's turn (request, tool call, result, closing) | record | request 3
 	if len(msgs) != 7 {
 		t.Fatalf("forwarded %d messages:\n%s", len(msgs), strings.Join(msgs, "\n"))
@@ -64,7 +55,7 @@ func TestRCMModeInjectsFrozenRecord(t *testing.T) {
 	resp := post(t, srv.URL+"/v1/chat/completions", body3b, hdr)
 	io.Copy(io.Discard, resp.Body)
 	got3b, _ := rec.last(t)
-	msgsB := forwardedMessages(got3b)
+	msgsB := chattest.Messages(got3b)
 	if len(msgsB) != len(msgs)+2 {
 		t.Fatalf("second call of the turn forwarded %d messages", len(msgsB))
 	}

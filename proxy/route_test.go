@@ -8,46 +8,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/tidwall/gjson"
 )
 
-// session builds an OpenCode-style body from the real capture's system
+// sessionBody builds an OpenCode-style body from the real capture's system
 // prompt and tools plus one turn per request, each working in its checkout
 // through a bash tool call, as a switch session does.
 func sessionBody(t *testing.T, requests []string, dirs []string) []byte {
 	t.Helper()
-	base, _, _ := load(t, "first_agent_request")
-	msgs := []any{json.RawMessage(gjson.GetBytes(base, "messages.0").Raw)}
+	var ms []bench.Message
 	for i, req := range requests {
-		msgs = append(msgs, map[string]any{"role": "user", "content": req})
+		ms = append(ms, chattest.User(req))
 		if i == len(requests)-1 {
 			break
 		}
 		id := fmt.Sprintf("call_%d", i%2) // ids repeat across turns, as they do in real sessions
-		args, _ := json.Marshal(map[string]string{"command": "git status", "workdir": dirs[i], "description": "status"})
-		msgs = append(msgs,
-			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
-				"id": id, "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": "On branch main, work of request " + fmt.Sprint(i)},
-			map[string]any{"role": "assistant", "content": "Done with step " + fmt.Sprint(i)},
+		ms = append(ms,
+			chattest.ToolCall(id, "bash", map[string]string{"command": "git status", "workdir": dirs[i], "description": "status"}),
+			chattest.ToolResult(id, "On branch main, work of request "+fmt.Sprint(i)),
+			chattest.Assistant("Done with step "+fmt.Sprint(i)),
 		)
 	}
-	arr, _ := json.Marshal(msgs)
-	m := gjson.GetBytes(base, "messages")
-	out := append([]byte{}, base[:m.Index]...)
-	out = append(out, arr...)
-	return append(out, base[m.Index+len(m.Raw):]...)
-}
-
-func contents(body []byte) []string {
-	var out []string
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		if m.Get("role").String() == "user" {
-			out = append(out, m.Get("content").String())
-		}
-		return true
-	})
-	return out
+	return chattest.OpenCodeBody(t, ms...)
 }
 
 func TestRouterModeDropsOtherTasks(t *testing.T) {
@@ -79,7 +63,7 @@ func TestRouterModeDropsOtherTasks(t *testing.T) {
 			}
 			continue
 		case 2:
-			if us := contents(got); len(us) != 1 || us[0] != reqs[1] || resp.Header.Get(HeaderTask) == firstTask {
+			if us := chattest.Requests(got); len(us) != 1 || us[0] != reqs[1] || resp.Header.Get(HeaderTask) == firstTask {
 				t.Fatalf("call 2 opens a task: forwarded %q as %q", us, resp.Header.Get(HeaderTask))
 			}
 			continue
@@ -87,7 +71,7 @@ func TestRouterModeDropsOtherTasks(t *testing.T) {
 		if resp.Header.Get(HeaderTask) != firstTask || resp.Header.Get(HeaderConfidence) == "" {
 			t.Fatalf("call 3: task %q (first %q) confidence %q", resp.Header.Get(HeaderTask), firstTask, resp.Header.Get(HeaderConfidence))
 		}
-		if us := contents(got); strings.Join(us, "|") != reqs[0]+"|"+reqs[2] {
+		if us := chattest.Requests(got); strings.Join(us, "|") != reqs[0]+"|"+reqs[2] {
 			t.Fatalf("forwarded requests %q", us)
 		}
 		if !strings.Contains(string(got), "work of request 0") || strings.Contains(string(got), "work of request 1") {

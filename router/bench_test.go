@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -15,48 +17,30 @@ import (
 // prompt and tools of a real OpenCode capture, then turns of five tasks
 // interleaved, each turn a request and six tool calls with 2 KiB results.
 func openCodeBody(b *testing.B, size int) []byte {
-	raw, err := os.ReadFile("../../shared/opencode/first_agent_request.json")
-	if err != nil {
-		b.Skipf("OpenCode capture not found (clone shared/ beside the repository): %v", err)
-	}
-	var capture struct {
-		Body struct {
-			Model    string            `json:"model"`
-			Messages []json.RawMessage `json:"messages"`
-			Tools    json.RawMessage   `json:"tools"`
-		} `json:"body"`
-	}
-	if err := json.Unmarshal(raw, &capture); err != nil {
-		b.Fatal(err)
-	}
-	msgs := []json.RawMessage{capture.Body.Messages[0]}
-	total := len(raw)
+	var ms []bench.Message
+	total := len(capture.Body(b, "first_agent_request"))
 	output := strings.Repeat("django/db/models/query.py:1021: def _filter_or_exclude(self, negate, *args, **kwargs):\n", 24)
-	add := func(m msg) {
+	add := func(m bench.Message) {
 		r, _ := json.Marshal(m)
-		msgs = append(msgs, r)
+		ms = append(ms, m)
 		total += len(r)
 	}
 	for n := 0; total < size; n++ {
 		ws := fmt.Sprintf("/work/ws%d", n%5+1)
-		add(user(fmt.Sprintf("Stage %d of the issue in %s: QuerySet.none() on combined queries returns all results; "+
+		add(chattest.User(fmt.Sprintf("Stage %d of the issue in %s: QuerySet.none() on combined queries returns all results; "+
 			"keep the union semantics, add a regression test in tests/queries/test_qs_combinators.py and run it.", n/5+1, ws)))
 		for k := 0; k < 6; k++ {
 			id := fmt.Sprintf("call_%d_%d", n, k)
 			if k%2 == 0 {
-				add(toolCall(id, "bash", map[string]string{"command": "grep -n none django/db/models/query.py", "workdir": ws}))
+				add(chattest.ToolCall(id, "bash", map[string]string{"command": "grep -n none django/db/models/query.py", "workdir": ws}))
 			} else {
-				add(toolCall(id, "read", map[string]string{"filePath": ws + "/django/db/models/sql/query.py"}))
+				add(chattest.ToolCall(id, "read", map[string]string{"filePath": ws + "/django/db/models/sql/query.py"}))
 			}
-			add(toolResult(id, output))
+			add(chattest.ToolResult(id, output))
 		}
 	}
-	add(user(strings.Repeat("The union of the two querysets should stay empty when none() is applied; check combinator handling. ", 10)))
-	body, err := json.Marshal(map[string]any{"model": capture.Body.Model, "messages": msgs, "tools": capture.Body.Tools, "stream": true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return body
+	add(chattest.User(strings.Repeat("The union of the two querysets should stay empty when none() is applied; check combinator handling. ", 10)))
+	return chattest.OpenCodeBody(b, ms...)
 }
 
 // BenchmarkRoute: one call whose earlier turns are labelled in the store

@@ -2,42 +2,58 @@ package router
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/tidwall/sjson"
 )
 
-// The four real single-task sessions must stay one task at every call.
+// The four real single-task Claude Code sessions, read by the bench
+// importer, must stay one task at every call.
 func TestSWETogetherStaysOneTask(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(needData(t, "sessions/swe-together"), "*.json"))
-	if len(files) == 0 {
-		t.Skip("no swe-together sessions")
+	files, _ := filepath.Glob(filepath.Join(chattest.SharedData(t, "sessions", "swe-together"), "*.json"))
+	if len(files) != 4 {
+		t.Fatalf("%d swe-together sessions, want 4", len(files))
 	}
 	r := mustNew(t, Config{})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			ms := sweTogether(t, f)
-			b := newBody("You are a coding agent.")
-			b.add(ms...)
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, skips, err := bench.ReadClaudeCode(raw, f, strings.TrimSuffix(filepath.Base(f), ".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range skips {
+				t.Logf("import: %s", s)
+			}
+			calls := chattest.Replay("You are a coding agent.", tr)
+			if len(calls) == 0 {
+				t.Fatal("no calls")
+			}
 			st := store{}
-			calls, requests := 0, 0
-			for n := 2; n <= len(b.msgs); n++ {
-				if n < len(b.msgs) && ms[n-1].Role != "assistant" {
-					continue // the harness calls the model when the next message is the assistant's
-				}
-				_, p := st.route(t, r, b.bytes(n), Options{})
-				calls++
+			var h chattest.History
+			requests := 0
+			for _, c := range calls {
+				h.Add(c.Messages[h.Len():]...)
+				_, p := st.route(t, r, h.Body(), Options{})
 				for i, d := range p.Turns {
 					if d.Task != "t1" {
-						t.Fatalf("call %d: turn %d labelled %q (%s, %.2f): a false switch", calls, i, d.Task, d.Method, d.Confidence)
+						t.Fatalf("call %d: turn %d labelled %q (%s, %.2f): a false switch", c.Index, i, d.Task, d.Method, d.Confidence)
 					}
 				}
 				if p.Fallback {
-					t.Errorf("call %d: fallback on a single-task session (%s %.2f)", calls, p.Current.Method, p.Current.Confidence)
+					t.Errorf("call %d: fallback on a single-task session (%s %.2f)", c.Index, p.Current.Method, p.Current.Confidence)
 				}
 				requests = len(p.Turns)
 			}
-			t.Logf("%d calls, %d request turns, all on t1", calls, requests)
+			t.Logf("%d calls, %d request turns, all on t1", len(calls), requests)
 		})
 	}
 }
@@ -45,6 +61,7 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 // metrics of a replay of interleaved sessions.
 type metrics struct {
 	calls, right, fallback, routed, routedRight int
+	sure, sureRight                             int // decisions of confidence >= 0.8
 	turns, turnsRight                           int
 	bins                                        [5][2]int // confidence [0,.5) [.5,.8) [.8,.9) [.9,.95) [.95,1]: calls, right
 	methods                                     map[string][2]int
@@ -64,6 +81,12 @@ func (m *metrics) observe(conf float64, right, fallback bool, method string) {
 		bin = 1
 	}
 	m.bins[bin][0]++
+	if conf >= 0.8 {
+		m.sure++
+		if right {
+			m.sureRight++
+		}
+	}
 	mm := m.methods[method]
 	mm[0]++
 	if right {
@@ -84,8 +107,8 @@ func (m *metrics) observe(conf float64, right, fallback bool, method string) {
 
 func (m *metrics) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d: accuracy %.4f, fallback %.4f, routed precision %.4f; turns %d: final-label accuracy %.4f\n",
-		m.calls, frac(m.right, m.calls), frac(m.fallback, m.calls), frac(m.routedRight, m.routed),
+	fmt.Fprintf(&b, "calls %d: accuracy %.4f, fallback %.4f, routed precision %.4f, confidence >= 0.8 right %.4f; turns %d: final-label accuracy %.4f\n",
+		m.calls, frac(m.right, m.calls), frac(m.fallback, m.calls), frac(m.routedRight, m.routed), frac(m.sureRight, m.sure),
 		m.turns, frac(m.turnsRight, m.turns))
 	for k, name := range []string{"[0,.5)", "[.5,.8)", "[.8,.9)", "[.9,.95)", "[.95,1]"} {
 		fmt.Fprintf(&b, "  confidence %-9s calls %5d right %.4f\n", name, m.bins[k][0], frac(m.bins[k][1], m.bins[k][0]))
@@ -103,38 +126,116 @@ func frac(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// replay runs every call of the interleaved sessions through the router (a
-// call per model request: the turn's request, then after each tool result)
-// and scores the current turn's decision against the schedule.
-func replay(t *testing.T, sessions [][]swTask, thr float64) *metrics {
+// switchSession is a Switch-SWE session of the shared data: every call of
+// its S_switch schedule, each with its ground-truth task.
+type switchSession struct {
+	spec  *bench.Spec
+	sess  *bench.Session
+	calls []bench.Call
+}
+
+// switchSessions reads the mini-swe-agent trajectories of the shared data
+// with the bench importer and assembles them into Switch-SWE sessions with
+// the bench's default seed.
+func switchSessions(t *testing.T) []switchSession {
+	t.Helper()
+	tasks, skips, err := bench.ReadData(chattest.SharedData(t), bench.FormatMiniSWE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, more, err := bench.NewSpec("router", tasks, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d tasks, %d sessions (%d import and assembly notes)", len(tasks), len(spec.Sessions), len(skips)+len(more))
+	var out []switchSession
+	for i := range spec.Sessions {
+		s := &spec.Sessions[i]
+		calls, err := spec.Calls(s.ID, bench.ScheduleSwitch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, switchSession{spec, s, calls})
+	}
+	return out
+}
+
+// variant says what of the bench's replay a router test keeps: the
+// requests as the bench writes them, each naming the task's checkout, or
+// the hints requests as the hints text alone (the issue and submit
+// requests still name it); and the workdir argument of the bash calls or
+// not (then only the commands' own paths place them).
+type variant struct {
+	named, workdir bool
+}
+
+// apply returns m, a message first sent on call c, as the variant sends it.
+func (v variant) apply(t *testing.T, s switchSession, c bench.Call, m bench.Message) bench.Message {
+	if m.Role == bench.RoleUser && !v.named && c.Stage > 0 {
+		task, _ := s.spec.Task(c.Task)
+		if task.Stages[c.Stage].Submit {
+			return m
+		}
+		prefix := strings.ReplaceAll(bench.HintsRequest(""), bench.CheckoutPlaceholder, s.spec.Checkout(s.sess, c.Task))
+		text, ok := strings.CutPrefix(m.Content, prefix)
+		if !ok {
+			t.Fatalf("%s: %s stage %d: request not written by bench.HintsRequest: %.80q", s.sess.ID, c.Task, c.Stage, m.Content)
+		}
+		m.Content = text
+		return m
+	}
+	if len(m.ToolCalls) == 0 || v.workdir {
+		return m
+	}
+	calls := make([]bench.ToolCall, len(m.ToolCalls)) // calls share their messages
+	for i, tc := range m.ToolCalls {
+		args, err := sjson.Delete(tc.Function.Arguments, "workdir")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.Function.Arguments = args
+		calls[i] = tc
+	}
+	m.ToolCalls = calls
+	return m
+}
+
+// replay runs every call of the sessions through the router, as the proxy
+// would, and scores the current turn's decision against the call's
+// ground-truth task; the router names tasks t1, t2, ... in the order they
+// first appear.
+func replay(t *testing.T, sessions []switchSession, thr float64, v variant) *metrics {
 	r := mustNew(t, Config{Threshold: thr})
 	m := &metrics{methods: map[string][2]int{}}
-	for _, tasks := range sessions {
-		turns, truth := schedule(tasks)
-		b := newBody("You are a coding agent.")
+	for _, s := range sessions {
+		label := map[string]string{}
+		var truth []string // the label of each request turn
 		st := store{}
+		var h chattest.History
 		var final []Decision
-		for ti, turn := range turns {
-			want := fmt.Sprintf("t%d", truth[ti]+1)
-			for k, mm := range turn {
-				b.add(mm)
-				if k < len(turn)-1 && turn[k+1].Role == "tool" {
-					continue // the call comes after the tool result
-				}
-				_, p := st.route(t, r, b.bytes(len(b.msgs)), Options{})
-				if len(p.Turns) != ti+1 {
-					t.Fatalf("turn %d: transcript has %d turns", ti, len(p.Turns))
-				}
-				m.observe(p.Current.Confidence, p.Current.Task == want, p.Fallback, p.Current.Method)
-				final = p.Turns
-				if !p.Fallback {
-					checkKeep(t, p, truth[:ti+1])
-				}
+		for _, c := range s.calls {
+			for _, msg := range c.Messages[h.Len():] {
+				h.Add(v.apply(t, s, c, msg))
+			}
+			if _, ok := label[c.Task]; !ok {
+				label[c.Task] = fmt.Sprintf("t%d", len(label)+1)
+			}
+			if len(truth) == c.Step {
+				truth = append(truth, label[c.Task])
+			}
+			_, p := st.route(t, r, h.Body(), Options{})
+			if len(p.Turns) != c.Step+1 {
+				t.Fatalf("%s call %d: transcript has %d turns, want %d", c.Session, c.Index, len(p.Turns), c.Step+1)
+			}
+			m.observe(p.Current.Confidence, p.Current.Task == label[c.Task], p.Fallback, p.Current.Method)
+			final = p.Turns
+			if !p.Fallback {
+				checkKeep(t, p)
 			}
 		}
 		for ti, d := range final {
 			m.turns++
-			if d.Task == fmt.Sprintf("t%d", truth[ti]+1) {
+			if d.Task == truth[ti] {
 				m.turnsRight++
 			}
 		}
@@ -144,7 +245,7 @@ func replay(t *testing.T, sessions [][]swTask, thr float64) *metrics {
 
 // checkKeep: a routed plan keeps the current task's routed turns and the
 // current turn.
-func checkKeep(t *testing.T, p Plan, truth []int) {
+func checkKeep(t *testing.T, p Plan) {
 	t.Helper()
 	if p.Keep[len(p.Keep)-1] != len(p.Turns)-1 {
 		t.Fatalf("current turn not kept: %v", p.Keep)
@@ -160,20 +261,35 @@ func checkKeep(t *testing.T, p Plan, truth []int) {
 	}
 }
 
+// TestInterleaved replays the bench's Switch-SWE sessions of the shared
+// data. The near sessions (a distractor shares a directory with the focus
+// task) are the hard ones and are replayed in every variant; the far ones
+// only with the bench's own requests, and not with -short.
 func TestInterleaved(t *testing.T) {
+	all := switchSessions(t)
+	var near []switchSession
+	for _, s := range all {
+		if s.sess.Kind == bench.KindNear {
+			near = append(near, s)
+		}
+	}
+	if testing.Short() {
+		all = near
+	}
 	for _, v := range []struct {
-		name    string
-		workdir bool
+		name     string
+		sessions []switchSession
+		variant
 		// floors at threshold 0.8
-		accuracy, fallback, precision float64
+		accuracy, fallback, precision, sure float64
 	}{
-		{"workdir", true, 0.98, 0.10, 0.95},
-		{"bare", false, 0.90, 0.10, 0.93},
+		{"named", all, variant{named: true, workdir: true}, 0.98, 0.10, 0.95, 0.95},
+		{"workdir", near, variant{workdir: true}, 0.98, 0.10, 0.95, 0.95},
+		{"bare", near, variant{}, 0.95, 0.10, 0.95, 0.95},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			sessions := interleavedSessions(t, v.workdir)
-			m := replay(t, sessions, 0.8)
-			t.Logf("%d sessions, threshold 0.8:\n%s", len(sessions), m)
+			m := replay(t, v.sessions, 0.8, v.variant)
+			t.Logf("%d sessions, threshold 0.8:\n%s", len(v.sessions), m)
 			if got := frac(m.right, m.calls); got < v.accuracy {
 				t.Errorf("accuracy %.4f < %.2f", got, v.accuracy)
 			}
@@ -182,6 +298,9 @@ func TestInterleaved(t *testing.T) {
 			}
 			if got := frac(m.routedRight, m.routed); got < v.precision {
 				t.Errorf("routed precision %.4f < %.2f", got, v.precision)
+			}
+			if got := frac(m.sureRight, m.sure); got < v.sure {
+				t.Errorf("decisions of confidence >= 0.8: right %.4f < %.2f", got, v.sure)
 			}
 		})
 	}

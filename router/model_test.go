@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rcm-dev/rcm/bench"
 )
 
 // fakeOpenAI answers chat completions with content, after delay.
@@ -43,7 +45,7 @@ func TestModelClassifier(t *testing.T) {
 		name   string
 		answer string
 		delay  time.Duration
-		last   []msg
+		last   []bench.Message
 		task   string
 		method string
 		calls  int

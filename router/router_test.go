@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -19,25 +21,25 @@ func mustNew(t testing.TB, cfg Config) *Router {
 }
 
 // turn is a request and the bash commands that answer it.
-func turn(req string, cmds ...string) []msg {
-	ms := []msg{user(req)}
+func turn(req string, cmds ...string) []bench.Message {
+	ms := []bench.Message{chattest.User(req)}
 	for k, c := range cmds {
 		id := "call_" + string(rune('a'+k))
-		ms = append(ms, toolCall(id, "bash", map[string]string{"command": c}), toolResult(id, "ok"))
+		ms = append(ms, chattest.ToolCall(id, "bash", map[string]string{"command": c}), chattest.ToolResult(id, "ok"))
 	}
 	return ms
 }
 
-func transcriptOf(t testing.TB, turns ...[]msg) *transcript.Transcript {
-	b := newBody("You are a coding agent.")
+func transcriptOf(t testing.TB, turns ...[]bench.Message) *transcript.Transcript {
+	ms := []bench.Message{chattest.System("You are a coding agent.")}
 	for _, tn := range turns {
-		b.add(tn...)
+		ms = append(ms, tn...)
 	}
-	return parse(t, b.bytes(len(b.msgs)))
+	return chattest.Parse(t, chattest.Body(ms...))
 }
 
 // threeTasks: two tasks in their checkouts, then a third turn under test.
-func threeTasks(t testing.TB, last []msg) *transcript.Transcript {
+func threeTasks(t testing.TB, last []bench.Message) *transcript.Transcript {
 	return transcriptOf(t,
 		turn("Fix the date parsing bug in /work/ws1: parse_http_date treats two-digit years wrong.",
 			"cd /work/ws1 && grep -n parse_http_date django/utils/http.py"),
@@ -58,7 +60,7 @@ func route(t testing.TB, r *Router, tr *transcript.Transcript, prior []Prior, op
 func TestRouteSignals(t *testing.T) {
 	for _, c := range []struct {
 		name     string
-		last     []msg
+		last     []bench.Message
 		opt      Options
 		task     string
 		method   string
@@ -66,9 +68,9 @@ func TestRouteSignals(t *testing.T) {
 		keep     []int
 	}{
 		{"workspace named", turn("Back in /work/ws1: also handle four-digit years."), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
-		{"workspace as workdir", []msg{user("Now run the tests."), toolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"workspace as workdir", []bench.Message{chattest.User("Now run the tests."), chattest.ToolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
 		{"cd in a tool call", turn("Run the full test module please and tell me what fails.", "cd /work/ws1 && python -m pytest"), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
-		{"read filePath", []msg{user("Show me the changelist code again."), toolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"read filePath", []bench.Message{chattest.User("Show me the changelist code again."), chattest.ToolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
 		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodNew, false, []int{2}},
 		{"written tag", turn("[task: Auth-Fix] add a regression test for the validators"), Options{}, "auth-fix", MethodTag, false, []int{2}},
 		{"header tag wins", turn("[task: other] add a test"), Options{Task: "t1"}, "t1", MethodTag, false, []int{0, 2}},
@@ -148,7 +150,7 @@ func TestRouteColdHistoryAndIDs(t *testing.T) {
 
 func TestRouteSummaryKept(t *testing.T) {
 	tr := transcriptOf(t,
-		[]msg{user("What did we do so far?"), {Role: "assistant", Content: "We fixed the date bug in /work/ws1 and started the admin crash in /work/ws2."}},
+		[]bench.Message{chattest.User("What did we do so far?"), {Role: "assistant", Content: "We fixed the date bug in /work/ws1 and started the admin crash in /work/ws2."}},
 		turn("Fix the date parsing bug in /work/ws1.", "cd /work/ws1 && ls"),
 		turn("In /work/ws2 fix the admin crash.", "cd /work/ws2 && ls"),
 		turn("Back in /work/ws1: add the test."))
@@ -167,9 +169,8 @@ func TestRouteErrors(t *testing.T) {
 	if _, err := r.Route(ctx, nil, nil, Options{}); !errors.Is(err, ErrNoTurn) {
 		t.Errorf("nil transcript: %v", err)
 	}
-	b := newBody("You are a title generator. You output ONLY a thread title.")
-	b.add(user("hello"))
-	if _, err := r.Route(ctx, parse(t, b.bytes(2)), nil, Options{}); !errors.Is(err, ErrSideCall) {
+	body := chattest.Body(chattest.System("You are a title generator. You output ONLY a thread title."), chattest.User("hello"))
+	if _, err := r.Route(ctx, chattest.Parse(t, body), nil, Options{}); !errors.Is(err, ErrSideCall) {
 		t.Errorf("title call: %v", err)
 	}
 	tr := transcriptOf(t, turn("hello"))
@@ -209,12 +210,11 @@ func TestSeedsAfterCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBody("You are opencode.")
-	b.add(user("What did we do so far?"),
-		msg{Role: "assistant", Content: "## Task t1\n- ORM fix\n## Task t2\n- validator test"},
-		user("Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."),
-		user("Back in /work/ws1: also handle empty lookups in the compiler"))
-	tr := parse(t, b.bytes(len(b.msgs)))
+	tr := chattest.Parse(t, chattest.Body(chattest.System("You are opencode."),
+		chattest.User("What did we do so far?"),
+		chattest.Assistant("## Task t1\n- ORM fix\n## Task t2\n- validator test"),
+		chattest.User("Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."),
+		chattest.User("Back in /work/ws1: also handle empty lookups in the compiler")))
 	opt := Options{Tasks: []string{"t1", "t2"}}
 	p, err := r.Route(context.Background(), tr, nil, opt)
 	if err != nil {

@@ -3,6 +3,8 @@
 package capture
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,6 +53,41 @@ func Load(tb testing.TB, name string) Request {
 		return true
 	})
 	return r
+}
+
+// Body reads the body of the capture called name.
+func Body(tb testing.TB, name string) []byte {
+	tb.Helper()
+	return Load(tb, name).Body
+}
+
+// Grow repeats the turns of the continue_request capture until the body is
+// about size bytes, each tool output padded to 4 KB, as in a long session:
+// the body of the 1 MB benchmarks.
+func Grow(tb testing.TB, size int) []byte {
+	tb.Helper()
+	body := Body(tb, "continue_request")
+	msgs := gjson.GetBytes(body, "messages")
+	var turns [][]byte
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() != "system" {
+			turns = append(turns, []byte(m.Raw))
+		}
+		return true
+	})
+	var arr bytes.Buffer
+	arr.WriteByte('[')
+	arr.WriteString(msgs.Get("0").Raw)
+	for i := 0; arr.Len() < size; i++ {
+		for _, m := range turns {
+			arr.WriteByte(',')
+			arr.Write(bytes.Replace(m, []byte(`hello-from-tool\n`), []byte(fmt.Sprintf(`tool output %d %s\n`, i, bytes.Repeat([]byte("x"), 4000))), 1))
+		}
+	}
+	arr.WriteByte(']')
+	out := append([]byte{}, body[:msgs.Index]...)
+	out = append(out, arr.Bytes()...)
+	return append(out, body[msgs.Index+len(msgs.Raw):]...)
 }
 
 // Names lists every capture.

@@ -1,0 +1,176 @@
+// Package chattest builds OpenAI chat-completions bodies for the tests of
+// every package that reads them, from bench.Message values (the same types
+// the bench importers produce), and locates the shared data set of real
+// trajectories beside the repository.
+package chattest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// System is a system message.
+func System(text string) bench.Message { return bench.Message{Role: bench.RoleSystem, Content: text} }
+
+// User is a user message.
+func User(text string) bench.Message { return bench.Message{Role: bench.RoleUser, Content: text} }
+
+// Assistant is an assistant message with text and the given tool calls.
+func Assistant(text string, calls ...bench.ToolCall) bench.Message {
+	return bench.Message{Role: bench.RoleAssistant, Content: text, ToolCalls: calls}
+}
+
+// Call is a call of the tool name. args is the arguments' JSON text when it
+// is a string, else a value to encode.
+func Call(id, name string, args any) bench.ToolCall {
+	s, ok := args.(string)
+	if !ok {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			panic(err) // tests pass maps and structs of plain values
+		}
+		s = string(raw)
+	}
+	return bench.ToolCall{ID: id, Type: "function", Function: bench.FunctionCall{Name: name, Arguments: s}}
+}
+
+// ToolCall is an assistant message with no text calling one tool (see Call).
+func ToolCall(id, name string, args any) bench.Message {
+	return Assistant("", Call(id, name, args))
+}
+
+// ToolResult is the result of the call id.
+func ToolResult(id, out string) bench.Message {
+	return bench.Message{Role: bench.RoleTool, ToolCallID: id, Content: out}
+}
+
+// History is a growing chat history whose messages are encoded once, for
+// replays that send every prefix of it.
+type History struct {
+	raw [][]byte
+}
+
+// Add appends messages.
+func (h *History) Add(ms ...bench.Message) {
+	for _, m := range ms {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			panic(err) // a Message holds only strings
+		}
+		h.raw = append(h.raw, raw)
+	}
+}
+
+// Len is the number of messages.
+func (h *History) Len() int { return len(h.raw) }
+
+// Body returns the body holding every message.
+func (h *History) Body() []byte { return h.Prefix(len(h.raw)) }
+
+// Prefix returns the body holding the first n messages: a compact
+// chat-completions body with a model, tools and options around the
+// messages, as OpenCode sends it.
+func (h *History) Prefix(n int) []byte {
+	out := []byte(`{"model":"m1","messages":[`)
+	out = append(out, bytes.Join(h.raw[:n], []byte{','})...)
+	return append(out, `],"tools":[{"function":{"name":"bash"},"type":"function"}],"stream":true}`...)
+}
+
+// Body returns a chat-completions body holding ms (see History.Prefix).
+func Body(ms ...bench.Message) []byte {
+	var h History
+	h.Add(ms...)
+	return h.Body()
+}
+
+// OpenCodeBody is the first_agent_request capture (OpenCode's real system
+// prompt, tools and options) with ms after its system prompt in place of
+// its other messages.
+func OpenCodeBody(tb testing.TB, ms ...bench.Message) []byte {
+	tb.Helper()
+	base := capture.Body(tb, "first_agent_request")
+	var h History
+	h.raw = append(h.raw, []byte(gjson.GetBytes(base, "messages.0").Raw))
+	h.Add(ms...)
+	arr := append([]byte{'['}, bytes.Join(h.raw, []byte{','})...)
+	m := gjson.GetBytes(base, "messages")
+	out := append([]byte{}, base[:m.Index]...)
+	out = append(out, arr...)
+	out = append(out, ']')
+	return append(out, base[m.Index+len(m.Raw):]...)
+}
+
+// Parse parses an OpenAI chat body, failing the test on error.
+func Parse(tb testing.TB, body []byte) *transcript.Transcript {
+	tb.Helper()
+	tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+	if err != nil {
+		tb.Fatalf("parse: %v", err)
+	}
+	return tr
+}
+
+// Messages returns the raw messages of a body.
+func Messages(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		out = append(out, m.Raw)
+		return true
+	})
+	return out
+}
+
+// Requests returns the contents of the user messages of a body.
+func Requests(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").String() == bench.RoleUser {
+			out = append(out, m.Get("content").String())
+		}
+		return true
+	})
+	return out
+}
+
+// Replay lays a trajectory out as the model calls of one session, as a
+// harness sends them: the system prompt, each turn's request, and the turn's
+// messages; a call ends before each assistant message, which is its
+// Response. Task is the trajectory's; Step and Stage index the turn. Calls
+// share backing arrays, as Spec.Calls's do.
+func Replay(system string, tr *bench.Trajectory) []bench.Call {
+	history := []bench.Message{System(system)}
+	var calls []bench.Call
+	for i, turn := range tr.Turns {
+		history = append(history, User(turn.Request))
+		for _, m := range turn.Messages {
+			if m.Role == bench.RoleAssistant {
+				calls = append(calls, bench.Call{Index: len(calls), Step: i, Stage: i, Task: tr.Task,
+					Messages: history[:len(history):len(history)], Response: m})
+			}
+			history = append(history, m)
+		}
+	}
+	return calls
+}
+
+// SharedData returns the path of rel under the shared data set (shared/data
+// beside the repository, as CI clones it), skipping the test when it is
+// absent.
+func SharedData(tb testing.TB, rel ...string) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(append([]string{filepath.Dir(file), "..", "..", "..", "shared", "data"}, rel...)...)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("shared data %s absent (clone shared/ beside the repository): %v", p, err)
+	}
+	return p
+}

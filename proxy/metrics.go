@@ -46,6 +46,13 @@ func (m *metrics) observe(a *assembly) {
 		"mode", mode, "kind", a.kind(), "fallback", a.fallback, "status", statusClass(a.status))
 	m.add("rcm_tokens_in_total", "Estimated context tokens received from clients.", float64(a.tokensIn), "mode", mode)
 	m.add("rcm_tokens_out_total", "Estimated context tokens forwarded upstream.", float64(a.tokensOut), "mode", mode)
+	if a.complete {
+		m.add("rcm_upstream_seconds_total", "Time from sending a call upstream to the end of its answer.", a.latency.Seconds(), "mode", mode)
+	}
+	if a.fit.Condensed+a.fit.Dropped > 0 {
+		m.add("rcm_budget_turns_total", "Turns condensed or dropped to fit --context-tokens.", float64(a.fit.Condensed), "action", "condensed")
+		m.add("rcm_budget_turns_total", "Turns condensed or dropped to fit --context-tokens.", float64(a.fit.Dropped), "action", "dropped")
+	}
 	if a.plan != nil && a.plan.Usage.Calls > 0 {
 		u := a.plan.Usage
 		m.add("rcm_router_model_calls_total", "Calls of the router's model classifier.", float64(u.Calls))

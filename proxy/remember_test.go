@@ -177,3 +177,34 @@ func TestMemoryModel(t *testing.T) {
 		model.Close()
 	}
 }
+
+// TestContextBudget: over --context-tokens, rcm mode condenses the task's
+// older turns (long tool output cut with a marker, requests verbatim)
+// before anything else.
+func TestContextBudget(t *testing.T) {
+	reqs := []string{"In /work/ws1 fix the compiler crash", "In /work/ws1 now add a test for it"}
+	body := sessionBody(t, reqs, []string{"/work/ws1"})
+	long := strings.Repeat("log line of a long test run\n", 1500) // ~42 KB of tool output
+	body, _ = sjson.SetBytes(body, "messages.3.content", long)
+	budget := (len(body) - 20000) / 4 // needs the long output cut, not the turn dropped
+	rec := &recorder{}
+	srv, _ := setup(t, rec, func(c *Config) { c.ContextTokens = budget })
+	resp := post(t, srv.URL+"/v1/chat/completions", body, http.Header{"X-Session-Id": {"ses_budget"}})
+	io.Copy(io.Discard, resp.Body)
+	got, _ := rec.last(t)
+	if len(got) > budget*4 || !strings.Contains(string(got), "[rcm: cut") {
+		t.Fatalf("forwarded %d bytes for a budget of %d tokens", len(got), budget)
+	}
+	if rs := chattest.Requests(got); strings.Join(rs, "|") != strings.Join(reqs, "|") {
+		t.Fatalf("requests not kept verbatim: %q", rs)
+	}
+	m, err := http.Get(srv.URL + "/rcm/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Body.Close()
+	b, _ := io.ReadAll(m.Body)
+	if !strings.Contains(string(b), `rcm_budget_turns_total{action="condensed"} 1`) {
+		t.Fatalf("metrics:\n%s", b)
+	}
+}

@@ -26,8 +26,20 @@ type Forwarded struct {
 // escapes are undone, so a request text compares verbatim however the proxy
 // escaped it ("\u003c" or "<").
 func ParseForwarded(body []byte) []Forwarded {
+	return parseMessages(gjson.GetBytes(body, "messages"), nil)
+}
+
+// parseMessages decodes a messages array. A message whose JSON is byte for
+// byte a key of known is that message, already decoded: a proxy forwards
+// most of the harness's messages unchanged, and the replay knows what it
+// sent.
+func parseMessages(msgs gjson.Result, known map[string]Forwarded) []Forwarded {
 	var out []Forwarded
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		if f, ok := known[m.Raw]; ok {
+			out = append(out, f)
+			return true
+		}
 		f := Forwarded{Role: m.Get("role").String(), Bytes: len(m.Raw)}
 		var content string
 		if c := m.Get("content"); c.IsArray() {
@@ -124,6 +136,8 @@ type History struct {
 	Checkout map[string]string
 	// Requests maps each task to its request texts as sent so far.
 	Requests map[string][]string
+
+	keys []string // messageKey of each message, when the replay knows them
 }
 
 // Attribute names the task each forwarded message belongs to. A message
@@ -138,7 +152,12 @@ type History struct {
 func (h *History) Attribute(fwd []Forwarded) []string {
 	at := map[string][]int{}
 	for i, m := range h.Messages {
-		k := messageKey(m)
+		var k string
+		if i < len(h.keys) {
+			k = h.keys[i]
+		} else {
+			k = messageKey(m)
+		}
 		at[k] = append(at[k], i)
 	}
 	owners := make([]string, len(fwd))

@@ -280,6 +280,10 @@ type schedulePlan struct {
 	owner    []string // per history message
 	request  []bool   // per history message: a stage's request
 	messages [][]byte // per history message: its JSON as the harness sends it
+	keys     []string // per history message: messageKey
+	// known decodes the messages as sent: a forwarded message with the
+	// same JSON needs no decoding (see parseMessages).
+	known map[string]Forwarded
 }
 
 func (p *plan) calls() int {
@@ -316,12 +320,15 @@ func newPlan(spec *Spec, sess *Session) (*plan, error) {
 		if len(longest) > len(sp.owner) {
 			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
 		}
+		sp.known = map[string]Forwarded{}
 		for _, m := range longest {
 			b, err := marshal(m)
 			if err != nil {
 				return nil, fmt.Errorf("bench: session %s: %w", sess.ID, err)
 			}
 			sp.messages = append(sp.messages, b)
+			sp.keys = append(sp.keys, messageKey(m))
+			sp.known[string(b)] = Forwarded{Role: m.Role, Text: messageText(m), Key: messageKey(m), Bytes: len(b)}
 		}
 		p.sched[sc] = sp
 	}
@@ -339,33 +346,41 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// body is the chat-completions request of call k, shaped like OpenCode's.
-func (sp *schedulePlan) body(model string, k int) []byte {
-	n := len(sp.calls[k].Messages)
-	size := 256 + len(opencodeTools)
-	for _, m := range sp.messages[:n] {
-		size += len(m) + 1
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"model":`...)
-	b = strconv.AppendQuote(b, model)
-	b = append(b, `,"max_tokens":32000,"messages":[`...)
-	for i, m := range sp.messages[:n] {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m...)
-	}
-	b = append(b, `],"tools":`...)
-	b = append(b, opencodeTools...)
-	b = append(b, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
+// bodyParts are what a schedule's calls send, built as the history grows:
+// the body of call k is head (up to and including its last message) and
+// tail, the same for every call. Appending never changes bytes an earlier
+// call sent.
+type bodyParts struct {
+	head, tail []byte
+	n          int // messages in head
+}
+
+func newBodyParts(model string) *bodyParts {
+	b := &bodyParts{}
+	b.head = append(b.head, `{"model":`...)
+	b.head = strconv.AppendQuote(b.head, model)
+	b.head = append(b.head, `,"max_tokens":32000,"messages":[`...)
+	b.tail = append(b.tail, `],"tools":`...)
+	b.tail = append(b.tail, opencodeTools...)
+	b.tail = append(b.tail, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
 	return b
+}
+
+// body returns call k's request, shaped like OpenCode's, as its two parts.
+func (b *bodyParts) body(sp *schedulePlan, k int) [2][]byte {
+	for n := len(sp.calls[k].Messages); b.n < n; b.n++ {
+		if b.n > 0 {
+			b.head = append(b.head, ',')
+		}
+		b.head = append(b.head, sp.messages[b.n]...)
+	}
+	return [2][]byte{b.head, b.tail}
 }
 
 // history returns call k's history with its ground truth.
 func (p *plan) history(sp *schedulePlan, k int) *History {
 	n := len(sp.calls[k].Messages)
-	h := &History{Messages: sp.calls[k].Messages, Owner: sp.owner[:n], Checkout: p.checks, Requests: map[string][]string{}}
+	h := &History{Messages: sp.calls[k].Messages, Owner: sp.owner[:n], Checkout: p.checks, Requests: map[string][]string{}, keys: sp.keys[:n]}
 	for i := range n {
 		if sp.request[i] {
 			h.Requests[sp.owner[i]] = append(h.Requests[sp.owner[i]], h.Messages[i].Content)
@@ -379,7 +394,7 @@ type callObs struct {
 	truth         string
 	focus         bool
 	postSwitch    bool // a focus call after another task's turn (S_switch)
-	sent, fwd     int // body bytes
+	sent, fwd     int  // body bytes
 	recall        float64
 	contamination float64
 	task          string // X-RCM-Task; "" when no decision
@@ -417,11 +432,12 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 	out := make([]callObs, 0, len(sp.calls))
 	var prev []byte
 	switched := false // another task's turn came before this call
+	parts := newBodyParts(r.opts.Model)
 	for k, c := range sp.calls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		body := sp.body(r.opts.Model, k)
+		body := parts.body(sp, k)
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
 		hdr := http.Header{}
 		hdr.Set("X-RCM-Mode", u.mode)
@@ -429,7 +445,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 			hdr.Set("X-RCM-Threshold", th)
 		}
 		start := time.Now()
-		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, hdr, body)
+		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, hdr, body[0], body[1])
 		rtt := time.Since(start)
 		if err != nil {
 			return nil, fail(k, err)
@@ -440,7 +456,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		}
 		fwd := got[0].Body
 		o := callObs{
-			truth: c.Task, focus: c.Task == p.sess.Focus, sent: len(body), fwd: len(fwd),
+			truth: c.Task, focus: c.Task == p.sess.Focus, sent: len(body[0]) + len(body[1]), fwd: len(fwd),
 			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
 			prefix: nan(), overhead: nan(),
 		}
@@ -449,14 +465,18 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		if o.task != "" {
 			o.confidence, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
 		}
-		msgs := rawMessages(fwd)
-		if prev != nil {
-			o.prefix = PrefixStability(prev, msgs)
+		msgs := gjson.GetBytes(fwd, "messages")
+		raw := fwd // what prefix stability compares: the messages array, or the whole body without one
+		if msgs.IsArray() && msgs.Index > 0 {
+			raw = fwd[msgs.Index : msgs.Index+len(msgs.Raw)]
 		}
-		prev = msgs
+		if prev != nil {
+			o.prefix = PrefixStability(prev, raw)
+		}
+		prev = raw
 		if o.focus {
 			h := p.history(sp, k)
-			f := ParseForwarded(fwd)
+			f := parseMessages(msgs, sp.known)
 			o.recall = Recall(h.Requests[p.sess.Focus], f)
 			o.contamination = Contamination(f, h.Attribute(f), p.sess.Focus)
 		}
@@ -487,12 +507,20 @@ func (r *runner) direct(ctx context.Context, sid string, m Message, body []byte)
 	return time.Since(start), err
 }
 
-// post sends one call as OpenCode would and reads the stream to its end.
-func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, body []byte) (http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// post sends one call as OpenCode would, its body the concatenation of
+// parts, and reads the stream to its end.
+func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, parts ...[]byte) (http.Header, error) {
+	readers := make([]io.Reader, len(parts))
+	size := 0
+	for i, p := range parts {
+		readers[i] = bytes.NewReader(p)
+		size += len(p)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, io.MultiReader(readers...))
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = int64(size)
 	req.Header = hdr
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer rcm-bench")
@@ -540,17 +568,6 @@ func reply(m Message) scripted.Reply {
 		r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
 	return r
-}
-
-// rawMessages returns the bytes of a body's messages array (the whole body
-// when it has none): what prefix stability compares. The tools and options
-// around it are the same on every call.
-func rawMessages(body []byte) []byte {
-	m := gjson.GetBytes(body, "messages")
-	if !m.IsArray() {
-		return body
-	}
-	return []byte(m.Raw)
 }
 
 func nan() float64 { return math.NaN() }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/tidwall/gjson"
 )
 
 // standIn is a proxy stand-in: native forwards the body unchanged; any other
@@ -263,5 +264,83 @@ func TestOptionsRefuseBadModesAndThresholds(t *testing.T) {
 		if _, err := Replay(context.Background(), &Spec{}, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
+	}
+}
+
+// TestPlanBodiesAndDecoding: the bodies built as the history grows are
+// OpenCode-shaped and hold exactly each call's history; the decodings the
+// plan keeps for its sent messages are what decoding them again gives.
+func TestPlanBodiesAndDecoding(t *testing.T) {
+	spec, err := Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range spec.Sessions[:2] {
+		p, err := newPlan(spec, &spec.Sessions[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range []Schedule{ScheduleBase, ScheduleSwitch} {
+			sp := p.sched[sc]
+			parts := newBodyParts("m")
+			for k, c := range sp.calls {
+				b := parts.body(sp, k)
+				body := append(append([]byte{}, b[0]...), b[1]...)
+				var req struct {
+					Model    string
+					Messages []Message
+					Tools    []json.RawMessage
+					Stream   bool
+				}
+				if err := json.Unmarshal(body, &req); err != nil {
+					t.Fatalf("%s %s call %d: %v", p.sess.ID, sc, k, err)
+				}
+				if req.Model != "m" || !req.Stream || len(req.Tools) == 0 || len(req.Messages) != len(c.Messages) ||
+					req.Messages[len(req.Messages)-1].Content != c.Messages[len(c.Messages)-1].Content {
+					t.Fatalf("%s %s call %d: model %q, stream %v, %d tools, %d messages, want %d", p.sess.ID, sc, k, req.Model, req.Stream, len(req.Tools), len(req.Messages), len(c.Messages))
+				}
+			}
+			for raw, f := range sp.known {
+				got := ParseForwarded([]byte(`{"messages":[` + raw + `]}`))
+				if len(got) != 1 || got[0] != f {
+					t.Fatalf("%s %s: kept decoding %+v, decoding again gives %+v", p.sess.ID, sc, f, got)
+				}
+			}
+			if len(sp.keys) != len(sp.messages) {
+				t.Fatalf("%d keys for %d messages", len(sp.keys), len(sp.messages))
+			}
+		}
+	}
+}
+
+// BenchmarkForwardedDecoding: decoding the forwarded messages of a demo
+// session's longest call, all forwarded unchanged (native): from scratch,
+// and with the plan's decodings of what it sent.
+func BenchmarkForwardedDecoding(b *testing.B) {
+	spec, err := Demo()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newPlan(spec, &spec.Sessions[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := p.sched[ScheduleSwitch]
+	parts := newBodyParts("m")
+	body := parts.body(sp, len(sp.calls)-1)
+	full := append(append([]byte{}, body[0]...), body[1]...)
+	msgs := gjson.GetBytes(full, "messages")
+	for _, known := range []map[string]Forwarded{nil, sp.known} {
+		name := "scratch"
+		if known != nil {
+			name = "known"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msgs.Raw)))
+			for b.Loop() {
+				parseMessages(msgs, known)
+			}
+		})
 	}
 }

@@ -219,17 +219,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Recorded) {
 		writeErrorReply(w, reply)
 		return
 	}
-	root := gjson.ParseBytes(rec.Body)
 	out := completion{
 		id:      fmt.Sprintf("chatcmpl-scripted-%d", id),
-		model:   s.model(root.Get("model").String()),
+		model:   s.model(c.model),
 		created: time.Now().Unix(),
 		reply:   reply,
 		usage:   usage(reply, len(rec.Body)),
 		callID:  id,
 	}
-	if root.Get("stream").Bool() {
-		out.stream(r.Context(), w, root.Get("stream_options.include_usage").Bool())
+	if c.stream {
+		out.stream(r.Context(), w, c.includeUsage)
 		return
 	}
 	out.json(r.Context(), w)

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -87,4 +89,50 @@ func (b *Bar) Done() {
 	if b.tty {
 		fmt.Fprintln(b.w)
 	}
+}
+
+// tracker counts a replay's or a run's Progress and tells its callback.
+type tracker struct {
+	mu   sync.Mutex
+	prog Progress
+	tell func(Progress) // may be nil
+}
+
+func newTracker(calls, sessions int, tell func(Progress)) *tracker {
+	return &tracker{prog: Progress{TotalCalls: calls, TotalSessions: sessions, Started: time.Now()}, tell: tell}
+}
+
+// add counts finished calls and sessions and tells the callback.
+func (t *tracker) add(calls, sessions int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.prog.Calls += calls
+	t.prog.Sessions += sessions
+	if t.tell != nil {
+		t.tell(t.prog)
+	}
+}
+
+// parallel calls fn(0) .. fn(n-1) on workers goroutines and stops handing
+// out indexes when ctx ends; it returns once the calls under way are done.
+func parallel(ctx context.Context, workers, n int, fn func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				fn(i)
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
 }

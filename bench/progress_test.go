@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -68,5 +70,39 @@ func TestBarTerminal(t *testing.T) {
 	if !strings.Contains(got, "\r[=======                       ]  25%  2/8 requests  0/1 runs  ETA 3s   ") ||
 		!strings.HasSuffix(got, "100%  8/8 requests  1/1 runs  ETA 0s   \n") {
 		t.Errorf("bar:\n%q", got)
+	}
+}
+
+// TestParallel: every index runs once on the workers; once ctx ends no
+// new index is handed out and parallel returns after those under way.
+func TestParallel(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	parallel(t.Context(), 3, 50, func(i int) {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+	})
+	for i := range 50 {
+		if seen[i] != 1 {
+			t.Fatalf("index %d ran %d times", i, seen[i])
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := 0
+	parallel(ctx, 1, 50, func(i int) {
+		ran++
+		if i == 4 {
+			cancel()
+		}
+	})
+	if ran < 5 || ran > 6 {
+		t.Errorf("%d ran after a cancel at the fifth, want 5 (or 6 if one was already handed out)", ran)
+	}
+	tr := newTracker(4, 2, nil)
+	tr.add(1, 0)
+	tr.add(3, 2)
+	if tr.prog.Calls != 4 || tr.prog.Sessions != 2 {
+		t.Errorf("tracker %+v", tr.prog)
 	}
 }

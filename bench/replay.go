@@ -162,34 +162,18 @@ func Replay(ctx context.Context, spec *Spec, opts Options) (*Results, error) {
 	r := &runner{
 		spec: spec, opts: opts, plans: plans,
 		nonce: strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
-		prog:  Progress{TotalCalls: total, TotalSessions: len(plans), Started: time.Now()},
+		track: newTracker(total, len(plans), opts.Progress),
 		left:  map[int]int{},
 	}
 	for i := range plans {
 		r.left[i] = perSession
 	}
-	work := make(chan int)
-	var wg sync.WaitGroup
 	results := make([]*SessionResult, len(units))
 	errs := make([]error, len(units))
-	for range opts.Concurrency {
-		wg.Go(func() {
-			for i := range work {
-				results[i], errs[i] = r.unit(ctx, units[i])
-				r.finished(units[i])
-			}
-		})
-	}
-feed:
-	for i := range units {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
+	parallel(ctx, opts.Concurrency, len(units), func(i int) {
+		results[i], errs[i] = r.unit(ctx, units[i])
+		r.finished(units[i])
+	})
 
 	// Keep the sessions whose every unit finished, so that every mode and
 	// threshold is compared on the same sessions.
@@ -241,30 +225,23 @@ type runner struct {
 	opts  Options
 	plans []*plan
 	nonce string
+	track *tracker
 
 	mu   sync.Mutex
-	prog Progress
 	left map[int]int // units not finished per session
 }
 
-func (r *runner) called() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.prog.Calls++
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.prog)
-	}
-}
-
+// finished counts a unit, and its session once every unit of it is done.
 func (r *runner) finished(u unit) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.left[u.session]--; r.left[u.session] == 0 {
-		r.prog.Sessions++
+	r.left[u.session]--
+	done := r.left[u.session] == 0
+	r.mu.Unlock()
+	sessions := 0
+	if done {
+		sessions = 1
 	}
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.prog)
-	}
+	r.track.add(0, sessions)
 }
 
 // plan is what a session's replay needs, computed once: each schedule's
@@ -488,7 +465,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 			o.overhead = float64(rtt-d) / float64(time.Millisecond)
 		}
 		out = append(out, o)
-		r.called()
+		r.track.add(1, 0)
 	}
 	return out, nil
 }

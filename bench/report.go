@@ -125,8 +125,7 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 	fmt.Fprintf(w, "![recall and tokens by mode](%s)\n\n![threshold sweep](%s)\n\n", ModesSVG, SweepSVG)
 	fmt.Fprintln(w, "## All sessions")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | n | recall | recall base | contamination | tokens ratio | vs base | tokens/call | routing acc | routed | ECE | fallback (thr / err) | prefix | overhead p50 / p95 ms |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---:|---|---|---:|---:|---|---:|---:|---|---|---|")
+	mdHeader(w, "mode", "threshold:", "n:", "recall", "recall base:", "contamination", "tokens ratio", "vs base:", "tokens/call:", "routing acc", "routed:", "ECE:", "fallback (thr / err)", "prefix", "overhead p50 / p95 ms")
 	for _, s := range r.Summaries {
 		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s / %s |\n",
 			s.Mode, s.Threshold, s.N, withCI(s.FocusRecall, s.FocusRecallCI), f3(s.FocusRecallBase),
@@ -137,8 +136,7 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 	}
 	fmt.Fprintln(w, "\n## Post-switch focus calls")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | n | recall | contamination | tokens ratio | vs base |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|")
+	mdHeader(w, "mode", "threshold:", "n:", "recall", "contamination", "tokens ratio", "vs base:")
 	for _, s := range r.Summaries {
 		p := s.PostSwitch
 		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s |\n", s.Mode, s.Threshold, p.N,
@@ -147,8 +145,7 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 	}
 	fmt.Fprintln(w, "\n## Near and far sessions")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | near n | near recall | near contamination | near tokens ratio | far n | far recall | far contamination | far tokens ratio |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|---|---|---|")
+	mdHeader(w, "mode", "threshold:", "near n:", "near recall", "near contamination", "near tokens ratio", "far n:", "far recall", "far contamination", "far tokens ratio")
 	for _, s := range r.Summaries {
 		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %d | %s | %s | %s |\n", s.Mode, s.Threshold,
 			s.Near.N, withCI(s.Near.FocusRecall, s.Near.FocusRecallCI), withCI(s.Near.Contamination, s.Near.ContaminationCI),
@@ -164,7 +161,8 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 			continue
 		}
 		any = true
-		fmt.Fprintf(w, "%s at threshold %.2f (ECE %s):\n\n| confidence bin | calls | mean confidence | accuracy |\n|---|---:|---:|---:|\n", s.Mode, s.Threshold, f3(s.ECE))
+		fmt.Fprintf(w, "%s at threshold %.2f (ECE %s):\n\n", s.Mode, s.Threshold, f3(s.ECE))
+		mdHeader(w, "confidence bin", "calls:", "mean confidence:", "accuracy:")
 		for _, b := range s.Calibration {
 			fmt.Fprintf(w, "| %.1f–%.1f | %d | %.3f | %.3f |\n", b.Lo, b.Hi, b.N, b.Confidence, b.Accuracy)
 		}
@@ -173,6 +171,22 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 	if !any {
 		fmt.Fprintln(w, "No routing decisions were made (no X-RCM-Task on any call).")
 	}
+}
+
+// mdHeader starts a Markdown table: the header row and its alignment row;
+// a column named with a trailing ":" is right-aligned (numbers).
+func mdHeader(w io.Writer, cols ...string) {
+	var names, align strings.Builder
+	for _, c := range cols {
+		name, right := strings.CutSuffix(c, ":")
+		names.WriteString("| " + name + " ")
+		if right {
+			align.WriteString("|---:")
+		} else {
+			align.WriteString("|---")
+		}
+	}
+	fmt.Fprintf(w, "%s|\n%s|\n", names.String(), align.String())
 }
 
 func joinFloats(fs []float64) string {

@@ -241,40 +241,24 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (RunStats, error) {
 	if st.Skipped > 0 {
 		fmt.Fprintf(opts.Log, "resuming: %d of %d runs already in %s\n", st.Skipped, st.Total, path)
 	}
-	r := &realRun{spec: spec, opts: &opts, log: log,
-		prog: Progress{TotalCalls: total, TotalSessions: len(todo), Started: time.Now()}}
-	work := make(chan *runUnit)
-	var wg sync.WaitGroup
+	r := &realRun{spec: spec, opts: &opts, log: log, track: newTracker(total, len(todo), opts.Progress)}
 	var mu sync.Mutex
 	var failures []error
-	for range opts.Concurrency {
-		wg.Go(func() {
-			for u := range work {
-				err := r.run(ctx, u)
-				mu.Lock()
-				switch {
-				case err == nil:
-					st.Done++
-				case ctx.Err() == nil:
-					st.Failed++
-					failures = append(failures, fmt.Errorf("run %s: %w", u.key, err))
-					fmt.Fprintf(opts.Log, "run %s failed: %v\n", u.key, err)
-				}
-				mu.Unlock()
-				r.finished()
-			}
-		})
-	}
-feed:
-	for _, u := range todo {
-		select {
-		case work <- u:
-		case <-ctx.Done():
-			break feed
+	parallel(ctx, opts.Concurrency, len(todo), func(i int) {
+		u := todo[i]
+		err := r.run(ctx, u)
+		mu.Lock()
+		switch {
+		case err == nil:
+			st.Done++
+		case ctx.Err() == nil:
+			st.Failed++
+			failures = append(failures, fmt.Errorf("run %s: %w", u.key, err))
+			fmt.Fprintf(opts.Log, "run %s failed: %v\n", u.key, err)
 		}
-	}
-	close(work)
-	wg.Wait()
+		mu.Unlock()
+		r.track.add(0, 1)
+	})
 	if ctx.Err() != nil {
 		return st, ctx.Err()
 	}
@@ -392,30 +376,12 @@ func CheckUpstream(ctx context.Context, base, key string) error {
 
 // realRun holds a Run's shared state.
 type realRun struct {
-	spec *Spec
-	opts *RunOptions
-	log  *runLog
+	spec  *Spec
+	opts  *RunOptions
+	log   *runLog
+	track *tracker
 
-	mu   sync.Mutex
-	prog Progress
-}
-
-func (r *realRun) requested() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.prog.Calls++
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.prog)
-	}
-}
-
-func (r *realRun) finished() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.prog.Sessions++
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.prog)
-	}
+	mu sync.Mutex // appends to log
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -479,7 +445,7 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 		if err != nil {
 			return err
 		}
-		r.requested()
+		r.track.add(1, 0)
 		if d := dist[step.Task]; d != nil {
 			d.Requests++
 			if o.answered {

@@ -402,11 +402,20 @@ func WriteRunReport(dir string) (*RunReport, error) {
 	return rep, nil
 }
 
+// thrString shows a threshold in a report, – for none (native).
 func thrString(t Num) string {
 	if math.IsNaN(float64(t)) {
 		return "–"
 	}
-	return strconv.FormatFloat(float64(t), 'f', -1, 64)
+	return csvNum(t)
+}
+
+// csvNum writes a value in full precision, empty for NaN.
+func csvNum(x Num) string {
+	if math.IsNaN(float64(x)) {
+		return ""
+	}
+	return strconv.FormatFloat(float64(x), 'f', -1, 64)
 }
 
 func (rep *RunReport) markdown(w io.Writer) {
@@ -422,8 +431,7 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 	fmt.Fprintf(w, "![resolved by mode](%s)\n\n![threshold sweep](%s)\n\n", RunResolvedSVG, RunSweepSVG)
 	fmt.Fprintln(w, "## Resolution")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | sessions | runs base / switch | Res_unint | Res_switch | Gap | lost / gained |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---|---|---:|")
+	mdHeader(w, "mode", "threshold:", "sessions:", "runs base / switch:", "Res_unint", "Res_switch", "Gap", "lost / gained:")
 	for _, a := range rep.Arms {
 		fmt.Fprintf(w, "| %s | %s | %d | %d / %d | %s | %s | %s | %d / %d |\n", a.Mode, thrString(a.Threshold), a.Sessions,
 			a.BaseRuns, a.SwitchRuns, withCI(a.ResUnint, a.ResUnintCI), withCI(a.ResSwitch, a.ResSwitchCI),
@@ -431,8 +439,7 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 	}
 	fmt.Fprintln(w, "\n## Near and far sessions")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | near sessions | near Res_unint | near Res_switch | near Gap | far sessions | far Res_unint | far Res_switch | far Gap |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---:|---|---|---|")
+	mdHeader(w, "mode", "threshold:", "near sessions:", "near Res_unint", "near Res_switch", "near Gap", "far sessions:", "far Res_unint", "far Res_switch", "far Gap")
 	for _, a := range rep.Arms {
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %d | %s | %s | %s |\n", a.Mode, thrString(a.Threshold),
 			a.Near.Sessions, withCI(a.Near.ResUnint, a.Near.ResUnintCI), withCI(a.Near.ResSwitch, a.Near.ResSwitchCI), withCI(a.Near.Gap, a.Near.GapCI),
@@ -443,8 +450,7 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 	fmt.Fprintln(w, "Means per run (base / switch); multipliers are switch over base, and this arm's switch over native's.")
 	fmt.Fprintln(w, "Prompt tokens are the upstream's usage (cached included; uncached without them); forwarded tokens the proxy's estimate.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | calls | calls x | forwarded tokens | forwarded x | prompt tokens | prompt x | uncached x | calls vs native | forwarded vs native | prompt vs native |")
-	fmt.Fprintln(w, "|---|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|")
+	mdHeader(w, "mode", "threshold:", "calls", "calls x:", "forwarded tokens", "forwarded x:", "prompt tokens", "prompt x:", "uncached x:", "calls vs native:", "forwarded vs native:", "prompt vs native:")
 	for _, a := range rep.Arms {
 		fmt.Fprintf(w, "| %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %s | %s | %s |\n", a.Mode, thrString(a.Threshold),
 			format(a.Calls[0], 1), format(a.Calls[1], 1), f2(a.CallsX),
@@ -454,16 +460,14 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 	}
 	fmt.Fprintln(w, "\n## Completion")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | threshold | focus requests answered | distractor requests answered | distractor checkouts changed |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+	mdHeader(w, "mode", "threshold:", "focus requests answered:", "distractor requests answered:", "distractor checkouts changed:")
 	for _, a := range rep.Arms {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", a.Mode, thrString(a.Threshold), f3(a.Answered), f3(a.DistractorAnswered), f3(a.DistractorChanged))
 	}
 	if len(rep.Flips) > 0 {
 		fmt.Fprintln(w, "\n## Resolved flips against native")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| mode | threshold | condition | pairs | lost (native resolved, this did not) | gained |")
-		fmt.Fprintln(w, "|---|---:|---|---:|---:|---:|")
+		mdHeader(w, "mode", "threshold:", "condition", "pairs:", "lost (native resolved, this did not):", "gained:")
 		for _, f := range rep.Flips {
 			fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d |\n", f.Mode, thrString(f.Threshold), f.Condition, f.Pairs, f.Lost, f.Gained)
 		}
@@ -476,12 +480,7 @@ func (rep *RunReport) summaryCSV(w io.Writer) error {
 		"res_switch", "res_switch_lo", "res_switch_hi", "gap", "gap_lo", "gap_hi", "near_gap", "far_gap",
 		"calls_base", "calls_switch", "calls_multiplier", "forwarded_base", "forwarded_switch", "forwarded_multiplier",
 		"prompt_base", "prompt_switch", "prompt_multiplier", "uncached_multiplier", "flips_lost", "flips_gained"})
-	n := func(x Num) string {
-		if math.IsNaN(float64(x)) {
-			return ""
-		}
-		return strconv.FormatFloat(float64(x), 'f', -1, 64)
-	}
+	n := csvNum
 	for _, a := range rep.Arms {
 		cw.Write([]string{a.Mode, n(a.Threshold), strconv.Itoa(a.Sessions), strconv.Itoa(a.BaseRuns), strconv.Itoa(a.SwitchRuns),
 			n(a.ResUnint), n(a.ResUnintCI[0]), n(a.ResUnintCI[1]), n(a.ResSwitch), n(a.ResSwitchCI[0]), n(a.ResSwitchCI[1]),
@@ -500,12 +499,8 @@ func runsCSV(w io.Writer, runs []RunResult) error {
 		"continuations", "timeouts", "calls", "sent_tokens", "forwarded_tokens", "prompt_tokens", "cached_tokens",
 		"completion_tokens", "seconds"})
 	for _, r := range runs {
-		thr := ""
-		if !math.IsNaN(float64(r.Threshold)) {
-			thr = strconv.FormatFloat(float64(r.Threshold), 'f', -1, 64)
-		}
 		i := strconv.Itoa
-		cw.Write([]string{r.Key, r.Session, r.Task, r.Kind, r.Condition, r.Mode, thr, i(r.Repeat),
+		cw.Write([]string{r.Key, r.Session, r.Task, r.Kind, r.Condition, r.Mode, csvNum(r.Threshold), i(r.Repeat),
 			strconv.FormatBool(r.Resolved), strconv.FormatBool(r.Applied),
 			i(r.FailToPass.Passed), i(r.FailToPass.Total), i(r.PassToPass.Passed), i(r.PassToPass.Total),
 			i(r.Requests), i(r.Answered), i(r.Continuations), i(r.Timeouts), i(r.Calls), i(r.SentTokens),
@@ -527,20 +522,8 @@ func (rep *RunReport) resolvedSVG() []byte {
 	names := []string{"Res_unint", "Res_switch"}
 	for gi, a := range rep.Arms {
 		gx := b.x + group*float64(gi) + group/6
-		for i, v := range [][3]Num{{a.ResUnint, a.ResUnintCI[0], a.ResUnintCI[1]}, {a.ResSwitch, a.ResSwitchCI[0], a.ResSwitchCI[1]}} {
-			x := gx + bw*float64(i)
-			if math.IsNaN(float64(v[0])) {
-				continue
-			}
-			fmt.Fprintf(s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.3f</title></rect>`+"\n",
-				x, b.py(float64(v[0])), bw*0.9, b.py(0)-b.py(float64(v[0])), metricColors[i], a.Mode, names[i], float64(v[0]))
-			if lo, hi := float64(v[1]), float64(v[2]); !math.IsNaN(lo) && hi > lo {
-				cx := x + bw*0.45
-				s.line(cx, b.py(lo), cx, b.py(hi), "black", 1)
-				s.line(cx-4, b.py(lo), cx+4, b.py(lo), "black", 1)
-				s.line(cx-4, b.py(hi), cx+4, b.py(hi), "black", 1)
-			}
-		}
+		s.bar(b, gx, bw, a.ResUnint, a.ResUnintCI, metricColors[0], a.Mode+" "+names[0])
+		s.bar(b, gx+bw, bw, a.ResSwitch, a.ResSwitchCI, metricColors[1], a.Mode+" "+names[1])
 		label := a.Mode
 		if !math.IsNaN(float64(a.Threshold)) {
 			label += " " + thrString(a.Threshold)
@@ -548,11 +531,7 @@ func (rep *RunReport) resolvedSVG() []byte {
 		s.text(gx+bw, b.y+b.h+18, "middle", label)
 		s.text(gx+bw, b.y+b.h+34, "middle", "gap "+f3(a.Gap))
 	}
-	for i, n := range names {
-		x := b.x + float64(i)*170
-		fmt.Fprintf(s, `<rect x="%.1f" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, H-30, metricColors[i])
-		s.text(x+16, float64(H-20), "start", n)
-	}
+	s.legend(b.x, H-30, 170, names, metricColors)
 	return s.bytes()
 }
 
@@ -563,20 +542,9 @@ func (rep *RunReport) sweepSVG() []byte {
 	s := newSVG(W, H)
 	b := box{x: 60, y: 40, w: W - 100, h: H - 110, top: 1}
 	s.axis(b, "Res_switch by routing threshold")
-	lo, hi := 0.0, 1.0
-	if len(rep.Thresholds) > 0 {
-		lo, hi = rep.Thresholds[0], rep.Thresholds[len(rep.Thresholds)-1]
-	}
-	if hi == lo {
-		lo, hi = lo-0.05, hi+0.05
-	}
-	px := func(t float64) float64 { return b.x + (t-lo)/(hi-lo)*b.w }
-	for _, t := range rep.Thresholds {
-		s.text(px(t), b.y+b.h+16, "middle", fmt.Sprintf("%g", t))
-	}
-	s.text(b.x+b.w/2, b.y+b.h+32, "middle", "threshold")
+	px := s.thresholdAxis(b, rep.Thresholds)
 	for _, m := range rep.Modes {
-		var pts bytes.Buffer
+		var pts []point
 		for _, a := range rep.Arms {
 			v := float64(a.ResSwitch)
 			if a.Mode != m || math.IsNaN(v) {
@@ -587,18 +555,10 @@ func (rep *RunReport) sweepSVG() []byte {
 					b.x, b.py(v), b.x+b.w, b.py(v), modeColors[m], m, v)
 				continue
 			}
-			t := float64(a.Threshold)
-			fmt.Fprintf(&pts, "%.1f,%.1f ", px(t), b.py(v))
-			fmt.Fprintf(s, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %g: %.3f</title></circle>`+"\n", px(t), b.py(v), modeColors[m], m, t, v)
+			pts = append(pts, point{float64(a.Threshold), v})
 		}
-		if pts.Len() > 0 {
-			fmt.Fprintf(s, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", bytes.TrimSpace(pts.Bytes()), modeColors[m])
-		}
+		s.series(b, px, m, pts)
 	}
-	for i, m := range rep.Modes {
-		x := b.x + float64(i)*120
-		fmt.Fprintf(s, `<rect x="%.1f" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, H-30, modeColors[m])
-		s.text(x+16, float64(H-20), "start", m)
-	}
+	s.modeLegend(b.x, H-30, rep.Modes)
 	return s.bytes()
 }

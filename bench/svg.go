@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 )
 
 // Plots are hand-written SVG: no dependency, and a browser opens them.
@@ -68,6 +69,78 @@ func top(vals ...float64) float64 {
 	return math.Ceil(m*4) / 4
 }
 
+// bar draws one bar of value v at x, bw wide, with its 95% interval as a
+// whisker when it has one; title is its tooltip. NaN draws nothing.
+func (s *svg) bar(b box, x, bw float64, v Num, ci [2]Num, color, title string) {
+	f := float64(v)
+	if math.IsNaN(f) {
+		return
+	}
+	fmt.Fprintf(s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.3f</title></rect>`+"\n",
+		x, b.py(f), bw*0.9, b.py(0)-b.py(f), color, html.EscapeString(title), f)
+	if lo, hi := float64(ci[0]), float64(ci[1]); !math.IsNaN(lo) && hi > lo {
+		cx := x + bw*0.45
+		s.line(cx, b.py(lo), cx, b.py(hi), "black", 1)
+		s.line(cx-4, b.py(lo), cx+4, b.py(lo), "black", 1)
+		s.line(cx-4, b.py(hi), cx+4, b.py(hi), "black", 1)
+	}
+}
+
+// legend draws a colour key from (x, y), one entry every step.
+func (s *svg) legend(x, y, step float64, names, colors []string) {
+	for i, n := range names {
+		fmt.Fprintf(s, `<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/>`+"\n", x+float64(i)*step, y, colors[i])
+		s.text(x+float64(i)*step+16, y+10, "start", n)
+	}
+}
+
+// modeLegend is the legend of one line per mode.
+func (s *svg) modeLegend(x, y float64, modes []string) {
+	colors := make([]string, len(modes))
+	for i, m := range modes {
+		colors[i] = modeColors[m]
+	}
+	s.legend(x, y, 120, modes, colors)
+}
+
+// thresholdAxis labels the x axis of a threshold sweep under the plot box
+// and returns the x of a threshold.
+func (s *svg) thresholdAxis(b box, thresholds []float64) func(float64) float64 {
+	lo, hi := 0.0, 1.0
+	if len(thresholds) > 0 {
+		lo, hi = slices.Min(thresholds), slices.Max(thresholds)
+	}
+	if hi == lo {
+		lo, hi = lo-0.05, hi+0.05
+	}
+	px := func(t float64) float64 { return b.x + (t-lo)/(hi-lo)*b.w }
+	for _, t := range thresholds {
+		s.text(px(t), b.y+b.h+16, "middle", fmt.Sprintf("%g", t))
+	}
+	s.text(b.x+b.w/2, b.y+b.h+32, "middle", "threshold")
+	return px
+}
+
+// point is a value at a threshold.
+type point struct{ t, v float64 }
+
+// series draws one mode's line through its points (NaN values left out),
+// each point with a tooltip.
+func (s *svg) series(b box, px func(float64) float64, mode string, pts []point) {
+	var line bytes.Buffer
+	for _, p := range pts {
+		if math.IsNaN(p.v) {
+			continue
+		}
+		fmt.Fprintf(&line, "%.1f,%.1f ", px(p.t), b.py(p.v))
+		fmt.Fprintf(s, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %g: %.3f</title></circle>`+"\n",
+			px(p.t), b.py(p.v), modeColors[mode], mode, p.t, p.v)
+	}
+	if line.Len() > 0 {
+		fmt.Fprintf(s, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", bytes.TrimSpace(line.Bytes()), modeColors[mode])
+	}
+}
+
 // defaultRow picks, for each mode, the summary at the threshold nearest the
 // proxy's default (0.8).
 func defaultRow(r *Results, mode string) (Summary, bool) {
@@ -83,10 +156,6 @@ func defaultRow(r *Results, mode string) (Summary, bool) {
 // modesSVG: recall, tokens ratio and contamination per mode (bars with
 // their 95% intervals) at the threshold nearest 0.8.
 func modesSVG(r *Results) []byte {
-	type bar struct {
-		v  Num
-		ci [2]Num
-	}
 	names := []string{"focus recall", "tokens ratio", "contamination"}
 	var rows []Summary
 	var all []float64
@@ -107,30 +176,17 @@ func modesSVG(r *Results) []byte {
 	group := b.w / float64(max(len(rows), 1))
 	bw := group / 4
 	for gi, row := range rows {
-		bars := []bar{{row.FocusRecall, row.FocusRecallCI}, {row.TokensRatio, row.TokensRatioCI}, {row.Contamination, row.ContaminationCI}}
+		bars := []struct {
+			v  Num
+			ci [2]Num
+		}{{row.FocusRecall, row.FocusRecallCI}, {row.TokensRatio, row.TokensRatioCI}, {row.Contamination, row.ContaminationCI}}
 		gx := b.x + group*float64(gi) + group/8
 		for i, br := range bars {
-			x := gx + bw*float64(i)
-			v := float64(br.v)
-			if math.IsNaN(v) {
-				continue
-			}
-			fmt.Fprintf(s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.3f</title></rect>`+"\n",
-				x, b.py(v), bw*0.9, b.py(0)-b.py(v), metricColors[i], row.Mode, names[i], v)
-			if lo, hi := float64(br.ci[0]), float64(br.ci[1]); !math.IsNaN(lo) && hi > lo {
-				cx := x + bw*0.45
-				s.line(cx, b.py(lo), cx, b.py(hi), "black", 1)
-				s.line(cx-4, b.py(lo), cx+4, b.py(lo), "black", 1)
-				s.line(cx-4, b.py(hi), cx+4, b.py(hi), "black", 1)
-			}
+			s.bar(b, gx+bw*float64(i), bw, br.v, br.ci, metricColors[i], row.Mode+" "+names[i])
 		}
 		s.text(gx+bw*1.5, b.y+b.h+18, "middle", row.Mode)
 	}
-	for i, n := range names {
-		x := b.x + float64(i)*170
-		fmt.Fprintf(s, `<rect x="%.1f" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, H-36, metricColors[i])
-		s.text(x+16, float64(H-26), "start", n)
-	}
+	s.legend(b.x, H-36, 170, names, metricColors)
 	return s.bytes()
 }
 
@@ -147,46 +203,24 @@ func sweepSVG(r *Results) []byte {
 	}
 	const W, H, PW = 900, 320, 300
 	s := newSVG(W, H)
-	lo, hi := 0.0, 1.0
-	if len(r.Thresholds) > 0 {
-		lo, hi = r.Thresholds[0], r.Thresholds[0]
-		for _, t := range r.Thresholds {
-			lo, hi = math.Min(lo, t), math.Max(hi, t)
-		}
-	}
-	if hi == lo {
-		lo, hi = lo-0.05, hi+0.05
-	}
 	for pi, p := range panels {
 		var vals []float64
 		for _, row := range r.Summaries {
 			vals = append(vals, float64(p.get(row)))
 		}
 		b := box{x: float64(pi*PW) + 50, y: 40, w: PW - 70, h: H - 110, top: top(vals...)}
-		px := func(t float64) float64 { return b.x + (t-lo)/(hi-lo)*b.w }
 		s.axis(b, p.name)
-		for _, t := range r.Thresholds {
-			s.text(px(t), b.y+b.h+16, "middle", fmt.Sprintf("%g", t))
-		}
-		s.text(b.x+b.w/2, b.y+b.h+32, "middle", "threshold")
+		px := s.thresholdAxis(b, r.Thresholds)
 		for _, m := range r.Modes {
-			var pts bytes.Buffer
+			var pts []point
 			for _, row := range r.Summaries {
-				if v := float64(p.get(row)); row.Mode == m && !math.IsNaN(v) {
-					fmt.Fprintf(&pts, "%.1f,%.1f ", px(row.Threshold), b.py(v))
-					fmt.Fprintf(s, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s %g: %.3f</title></circle>`+"\n",
-						px(row.Threshold), b.py(v), modeColors[m], m, row.Threshold, v)
+				if row.Mode == m {
+					pts = append(pts, point{row.Threshold, float64(p.get(row))})
 				}
 			}
-			if pts.Len() > 0 {
-				fmt.Fprintf(s, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", bytes.TrimSpace(pts.Bytes()), modeColors[m])
-			}
+			s.series(b, px, m, pts)
 		}
 	}
-	for i, m := range r.Modes {
-		x := 50 + float64(i)*120
-		fmt.Fprintf(s, `<rect x="%.1f" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, H-30, modeColors[m])
-		s.text(x+16, float64(H-20), "start", m)
-	}
+	s.modeLegend(50, H-30, r.Modes)
 	return s.bytes()
 }

@@ -13,14 +13,15 @@ const (
 )
 
 func classify(t *Transcript) Kind {
-	for _, m := range t.Messages {
+	for i := range t.Messages {
+		m := &t.Messages[i]
 		if !isSystem(m.Role) {
 			break
 		}
-		switch {
-		case strings.HasPrefix(m.Text(), titlePrompt):
+		switch text := m.Text(); {
+		case strings.HasPrefix(text, titlePrompt):
 			return Title
-		case strings.HasPrefix(m.Text(), compactionPrompt):
+		case strings.HasPrefix(text, compactionPrompt):
 			return Compaction
 		}
 	}

@@ -26,6 +26,7 @@ const benchUsage = `Usage:
   rcm bench run [flags]      drive a real harness through the schedules and score the patches
   rcm bench report DIR       Res_unint, Res_switch, Gap and costs of a bench run's results
   rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
+  rcm bench spec [flags]     write a bench spec: the demo pack's, or one built from --data
 `
 
 func bench(args []string) error {
@@ -43,6 +44,8 @@ func bench(args []string) error {
 		return benchReport(args[1:], os.Stdout)
 	case "upstream":
 		return benchUpstream(args[1:], os.Stderr)
+	case "spec":
+		return benchSpec(args[1:], os.Stdout, os.Stderr)
 	default:
 		return fmt.Errorf("bench: unknown subcommand %q\n\n%s", args[0], benchUsage)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/bench/scripted"
 )
 
 // fakeOpenAI answers chat completions with content, after delay.
@@ -84,5 +85,22 @@ func TestModelClassifier(t *testing.T) {
 				t.Error("error not reported")
 			}
 		})
+	}
+}
+
+// TestModelClassifierScripted asks the team's scripted upstream, the fake
+// model the bench and the proxy tests use, as a real OpenAI-compatible
+// endpoint.
+func TestModelClassifierScripted(t *testing.T) {
+	up := scripted.New(scripted.Script{Default: scripted.Reply{Text: `{"task": "t2", "confidence": 0.92}`}})
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	r := mustNew(t, Config{Model: "router-m", BaseURL: srv.URL + "/v1", APIKey: "k", Timeout: 5 * time.Second})
+	p := route(t, r, threeTasks(t, turn("Please write a short summary of everything you changed today for the changelog.")), nil, Options{})
+	if p.Current.Task != "t2" || p.Current.Method != MethodModel || !p.Current.Routed || p.Usage.Calls != 1 || p.Usage.Errors != 0 {
+		t.Fatalf("decision %+v usage %+v", p.Current, p.Usage)
+	}
+	if rs := up.Requests(); len(rs) != 1 || rs[0].Header.Get("Authorization") != "Bearer k" {
+		t.Fatalf("the scripted model saw %d requests", len(rs))
 	}
 }

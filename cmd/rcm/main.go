@@ -1,5 +1,3 @@
-// Command rcm is the task-aware context manager for coding agents: an HTTP
-// proxy between a harness and the model API, and its bench runner.
 package main
 
 import (

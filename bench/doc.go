@@ -20,8 +20,13 @@
 // bytes belonging to other tasks), tokens ratio (forwarded over sent), and
 // the same over the post-switch focus calls (after another task's turn,
 // where routing matters); over every S_switch call: routing accuracy and
-// calibration, fallback rate, prefix stability; and proxy overhead. Means
-// over sessions with 95% t-intervals, near and far apart.
+// calibration, fallback rate, prefix stability; and proxy overhead. Each
+// S_switch replay ends with the harness's compaction call, built as OpenCode
+// 1.18.33 builds it (CompactionBody): compaction coverage is the share of
+// unfinished tasks whose every request the forwarded call holds. In rcm
+// mode the focus task's state record is read from the proxy's inspector
+// after each focus turn (record bytes). Means over sessions with 95%
+// t-intervals, near and far apart.
 //
 // Run (Run, Harness, Verify, Report): a real harness works through each
 // schedule in each arm in five worktree checkouts; the focus checkout's
@@ -34,7 +39,11 @@
 // Gap with bootstrap intervals, costs and flips.
 //
 // Caveats: the bench talks to a running proxy over HTTP as a harness would;
-// it must not import proxy internals. Replayed tool outputs are the recorded
+// it must not import proxy internals. It reads task records from the
+// inspector as JSON; Options.Render turns them into text (cmd/rcm wires
+// memory.Render: package memory's tests import bench). The compaction call
+// is sent once, at the end; a harness compacts when its context fills, on
+// a shorter history. Replayed tool outputs are the recorded
 // ones; nothing is executed. The mini-swe-agent conversion drops assistant
 // messages that broke that agent's one-bash-block format (and the error reply
 // they drew), since native tool calling has no such exchange.

@@ -62,10 +62,20 @@ type Options struct {
 	Concurrency int
 	// Model is the body's "model". Default "bench".
 	Model string
+	// CompactionTail is the recent tail, in tokens, that the harness keeps
+	// verbatim and leaves out of the compaction call ending each S_switch
+	// replay (see CompactionBody). Default DefaultCompactionTail, OpenCode
+	// 1.18.33's; negative: none, the whole conversation is summarised.
+	CompactionTail int
 	// Client sends the calls. Default: a client with its own transport.
 	Client *http.Client
 	// Progress, when set, is told of every finished call and unit.
 	Progress func(Progress)
+	// Render renders a task record as the proxy's inspector serves it
+	// (memory.Record's JSON) into the text rcm injects. When set, rcm
+	// mode reads the focus task's record after each focus turn of S_switch
+	// (record_bytes); nil: record sizes are not measured.
+	Render func(record json.RawMessage) (string, error)
 }
 
 // Progress reports how far a replay is.
@@ -110,6 +120,9 @@ func (o *Options) validate() error {
 	if o.Model == "" {
 		o.Model = "bench"
 	}
+	if o.CompactionTail == 0 {
+		o.CompactionTail = DefaultCompactionTail
+	}
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	}
@@ -124,6 +137,16 @@ type unit struct {
 	session   int
 	mode      string
 	threshold float64
+}
+
+// header says the unit's mode and threshold to the proxy.
+func (u unit) header() http.Header {
+	h := http.Header{}
+	h.Set("X-RCM-Mode", u.mode)
+	if u.threshold >= 0 {
+		h.Set("X-RCM-Threshold", strconv.FormatFloat(u.threshold, 'f', -1, 64))
+	}
+	return h
 }
 
 // Replay replays every session of spec through the proxy in each mode and
@@ -261,6 +284,9 @@ type schedulePlan struct {
 	// known decodes the messages as sent: a forwarded message with the
 	// same JSON needs no decoding (see parseMessages).
 	known map[string]Forwarded
+	// tasks are the session's tasks, focus first; unfinished those whose
+	// submit stage the schedule does not send.
+	tasks, unfinished []string
 }
 
 func (p *plan) calls() int {
@@ -284,13 +310,21 @@ func newPlan(spec *Spec, sess *Session) (*plan, error) {
 		// The history Calls builds: the system prompt, then per step its
 		// request and the stage's messages.
 		sp := &schedulePlan{calls: calls, owner: []string{""}, request: []bool{false}}
+		submitted := map[string]bool{}
 		for _, st := range steps {
 			t, _ := spec.Task(st.Task)
+			submitted[st.Task] = submitted[st.Task] || t.Stages[st.Stage].Submit
 			sp.owner = append(sp.owner, st.Task)
 			sp.request = append(sp.request, true)
 			for range t.Stages[st.Stage].Messages {
 				sp.owner = append(sp.owner, st.Task)
 				sp.request = append(sp.request, false)
+			}
+		}
+		sp.tasks = append([]string{sess.Focus}, sess.Distractors...)
+		for _, id := range sp.tasks {
+			if !submitted[id] {
+				sp.unfinished = append(sp.unfinished, id)
 			}
 		}
 		longest := calls[len(calls)-1].Messages
@@ -381,21 +415,32 @@ type callObs struct {
 	overhead      float64 // ms; NaN when not measured
 }
 
+// endObs is what the end of an S_switch replay showed: the compaction
+// call, and the focus task's record after each of its turns (rcm mode).
+type endObs struct {
+	coverage, sections float64   // NaN when no compaction call was made
+	recordBytes        []float64 // rendered bytes of the focus record per focus turn
+}
+
 // unit replays both schedules of one session in one mode and threshold.
 func (r *runner) unit(ctx context.Context, u unit) (*SessionResult, error) {
 	p := r.plans[u.session]
 	obs := map[Schedule][]callObs{}
+	var end *endObs
 	for _, sc := range []Schedule{ScheduleBase, ScheduleSwitch} {
-		o, err := r.schedule(ctx, p, sc, u)
+		o, e, err := r.schedule(ctx, p, sc, u)
 		if err != nil {
 			return nil, err
 		}
-		obs[sc] = o
+		obs[sc], end = o, e
 	}
-	return sessionResult(p.sess, u.mode, u.threshold, obs[ScheduleBase], obs[ScheduleSwitch]), nil
+	return sessionResult(p.sess, u.mode, u.threshold, obs[ScheduleBase], obs[ScheduleSwitch], end), nil
 }
 
-func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]callObs, error) {
+// schedule replays one schedule; for S_switch it ends with the harness's
+// compaction call, and in rcm mode it reads the focus task's record after
+// each focus turn.
+func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]callObs, *endObs, error) {
 	sp := p.sched[sc]
 	th := "native"
 	if u.threshold >= 0 {
@@ -407,29 +452,30 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 	}
 	defer r.opts.Upstream.Take(sid)
 	out := make([]callObs, 0, len(sp.calls))
+	end := &endObs{coverage: nan(), sections: nan()}
+	var sizes []map[string]int // per focus turn: the records' sizes (rcm, S_switch)
+	session := sid             // the proxy's session id (X-RCM-Session)
 	var prev []byte
 	switched := false // another task's turn came before this call
 	parts := newBodyParts(r.opts.Model)
 	for k, c := range sp.calls {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		body := parts.body(sp, k)
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
-		hdr := http.Header{}
-		hdr.Set("X-RCM-Mode", u.mode)
-		if u.threshold >= 0 {
-			hdr.Set("X-RCM-Threshold", th)
-		}
 		start := time.Now()
-		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, hdr, body[0], body[1])
+		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, u.header(), body[0], body[1])
 		rtt := time.Since(start)
 		if err != nil {
-			return nil, fail(k, err)
+			return nil, nil, fail(k, err)
 		}
 		got := r.opts.Upstream.Take(sid)
 		if len(got) != 1 {
-			return nil, fail(k, fmt.Errorf("the upstream received %d requests, want 1", len(got)))
+			return nil, nil, fail(k, fmt.Errorf("the upstream received %d requests, want 1", len(got)))
+		}
+		if s := resp.Get("X-RCM-Session"); s != "" {
+			session = s
 		}
 		fwd := got[0].Body
 		o := callObs{
@@ -460,14 +506,82 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		if r.opts.Direct != "" && k%overheadSample == 0 {
 			d, err := r.direct(ctx, sid+"-direct", c.Response, fwd)
 			if err != nil {
-				return nil, fail(k, fmt.Errorf("direct call: %w", err))
+				return nil, nil, fail(k, fmt.Errorf("direct call: %w", err))
 			}
 			o.overhead = float64(rtt-d) / float64(time.Millisecond)
+		}
+		if r.opts.Render != nil && u.mode == ModeRCM && sc == ScheduleSwitch && o.focus && (k+1 == len(sp.calls) || sp.calls[k+1].Step != c.Step) {
+			s, err := r.recordSizes(ctx, session, k+1)
+			if err != nil {
+				return nil, nil, fail(k, err)
+			}
+			sizes = append(sizes, s)
 		}
 		out = append(out, o)
 		r.track.add(1, 0)
 	}
-	return out, nil
+	if sc != ScheduleSwitch {
+		return out, end, nil
+	}
+	// The proxy's id of each true task, as routing accuracy maps them.
+	got, truth := make([]string, len(out)), make([]string, len(out))
+	for i, o := range out {
+		got[i], truth[i] = o.task, o.truth
+	}
+	ids := map[string]string{}
+	for g, t := range MapTasks(got, truth) {
+		ids[t] = g
+	}
+	if id := ids[p.sess.Focus]; id != "" {
+		for _, s := range sizes {
+			end.recordBytes = append(end.recordBytes, float64(s[id]))
+		}
+	}
+	if err := r.compaction(ctx, p, sp, sid, u, ids, end); err != nil {
+		return nil, nil, fail(len(sp.calls), fmt.Errorf("compaction call: %w", err))
+	}
+	return out, end, nil
+}
+
+// compaction sends the harness's compaction call at the end of a schedule,
+// as OpenCode builds it from the session's history, lets the scripted model
+// answer with one "## Task <id>" section per task (ids: the proxy's), and
+// measures what the upstream received: the share of unfinished tasks whose
+// every request it holds, and whether it asks for per-task sections.
+func (r *runner) compaction(ctx context.Context, p *plan, sp *schedulePlan, sid string, u unit, ids map[string]string, end *endObs) error {
+	last := len(sp.calls) - 1
+	c := sp.calls[last]
+	body := CompactionBody(r.opts.Model, append(c.Messages[:len(c.Messages):len(c.Messages)], c.Response), r.opts.CompactionTail)
+	reqs := p.history(sp, last).Requests
+	open := map[string]bool{}
+	for _, t := range sp.unfinished {
+		open[t] = true
+	}
+	r.opts.Upstream.Enqueue(sid, scripted.Reply{Text: compactionSummary(sp.tasks, ids, reqs, open)})
+	if _, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, u.header(), body); err != nil {
+		return err
+	}
+	got := r.opts.Upstream.Take(sid)
+	if len(got) != 1 {
+		return fmt.Errorf("the upstream received %d requests, want 1", len(got))
+	}
+	fwd := ParseForwarded(got[0].Body)
+	end.coverage = CompactionCoverage(fwd, reqs, sp.unfinished)
+	end.sections = 0
+	if CompactionSections(joinTexts(ParseForwarded(body)), joinTexts(fwd)) {
+		end.sections = 1
+	}
+	return nil
+}
+
+// joinTexts is the text of every message, one after another.
+func joinTexts(fs []Forwarded) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // overheadSample: the proxy's overhead is measured on one call in this many

@@ -140,6 +140,14 @@ func TestReplayStandIn(t *testing.T) {
 	if !(routed.PrefixStability < native.PrefixStability) {
 		t.Errorf("prefix stability: router %v, native %v", routed.PrefixStability, native.PrefixStability)
 	}
+	// The small sessions fit OpenCode's default tail whole: its compaction
+	// prompt then holds the whole conversation. No mode asks for sections;
+	// no records without rcm.
+	for _, s := range res.Summaries {
+		if s.CompactionCoverage != 1 || s.CompactionSections != 0 || !math.IsNaN(float64(s.RecordBytes.Mean)) || len(s.RecordBytes.ByTurn) != 0 {
+			t.Errorf("%s: compaction coverage %v, sections %v, record bytes %+v", s.Mode, s.CompactionCoverage, s.CompactionSections, s.RecordBytes)
+		}
+	}
 
 	dir := t.TempDir()
 	if err := res.Write(dir); err != nil {
@@ -167,7 +175,8 @@ func checkOutputs(t *testing.T, dir string) map[string]any {
 	for _, row := range rows {
 		obj := row.(map[string]any)
 		for _, k := range []string{"mode", "threshold", "n", "focus_recall", "contamination", "tokens_ratio", "routing_accuracy",
-			"fallback_rate", "prefix_stability", "overhead_ms_p50", "focus_recall_ci", "near", "far"} {
+			"fallback_rate", "prefix_stability", "overhead_ms_p50", "focus_recall_ci", "near", "far",
+			"compaction_coverage", "compaction_sections", "record_bytes"} {
 			if _, ok := obj[k]; !ok {
 				t.Errorf("results.json: %v: no %q", obj["mode"], k)
 			}
@@ -186,6 +195,9 @@ func checkOutputs(t *testing.T, dir string) map[string]any {
 	if !bytes.Contains(md, []byte("## Post-switch focus calls")) {
 		t.Error("report.md has no post-switch table")
 	}
+	if !bytes.Contains(md, []byte("## Compaction and state records")) {
+		t.Error("report.md has no compaction and records table")
+	}
 	for _, svg := range []string{ModesSVG, SweepSVG} {
 		if !bytes.Contains(md, []byte("]("+svg+")")) {
 			t.Errorf("report.md does not link %s", svg)
@@ -196,6 +208,30 @@ func checkOutputs(t *testing.T, dir string) map[string]any {
 		}
 	}
 	return got
+}
+
+// TestReplayCompactionTail: with a 300-token tail the compaction prompt
+// leaves out the submit turn and the last two distractor turns, so two of
+// the four unfinished distractors miss a request (native and the stand-in
+// router forward the prompt as built); with no tail it holds everything.
+func TestReplayCompactionTail(t *testing.T) {
+	spec := smallSpec(t)
+	for _, c := range []struct {
+		tail int
+		want Num
+	}{{300, 0.5}, {-1, 1}} {
+		opts, _ := replayRig(t)
+		opts.Direct, opts.CompactionTail = "", c.tail
+		res, err := Replay(context.Background(), spec, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.PerSession {
+			if r.CompactionCoverage != c.want {
+				t.Errorf("tail %d: %s %s: compaction coverage %v, want %v", c.tail, r.Session, r.Mode, r.CompactionCoverage, c.want)
+			}
+		}
+	}
 }
 
 func TestReplayCancelKeepsFinishedSessions(t *testing.T) {

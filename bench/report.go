@@ -49,12 +49,13 @@ func (r *Results) Write(dir string) error {
 // WriteTable prints the summary table: one row per mode and threshold.
 func (r *Results) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\tpost-switch recall\tpost-switch tokens\trouting acc\tECE\tfallback\tprefix\toverhead p50 ms\t")
+	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\tpost-switch recall\tpost-switch tokens\trouting acc\tECE\tfallback\tprefix\tcompaction cov\trecord bytes\toverhead p50 ms\t")
 	for _, s := range r.Summaries {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
 			f3(s.FocusRecall), f3(s.FocusRecallBase), f3(s.Contamination), f3(s.TokensRatio),
 			f3(s.PostSwitch.FocusRecall), f3(s.PostSwitch.TokensRatio),
-			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), f3(s.PrefixStability), f2(s.OverheadP50))
+			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), f3(s.PrefixStability),
+			f3(s.CompactionCoverage), format(s.RecordBytes.Mean, 0), f2(s.OverheadP50))
 	}
 	tw.Flush()
 }
@@ -120,6 +121,15 @@ with their 95% Student-t interval over sessions in brackets. Per call:
   one's length (what a provider's prompt cache can reuse), S_switch.
 - **overhead**: round trip through the proxy minus a direct round trip to the upstream with
   the forwarded body, per call (pooled; machine load from concurrent units included).
+- **compaction coverage**: each S_switch replay ends with the harness's compaction call,
+  built as OpenCode 1.18.33 builds it (the conversation inside <conversation>, less the recent
+  tail it keeps verbatim); the share of the session's unfinished tasks (those whose submit
+  stage was not sent: the four distractors) whose every request is verbatim in the call as
+  the upstream received it. *sections*: share of sessions whose call asks for one
+  "## Task <id>" section per task. Native forwards the harness's own prompt.
+- **record bytes** (rcm): size of the focus task's rendered state record (proxy inspector,
+  unbounded; the injected message is cut at --memory-tokens) after each focus turn of
+  S_switch: mean, largest, and growth per focus turn (least-squares slope).
 
 `)
 	fmt.Fprintf(w, "![recall and tokens by mode](%s)\n\n![threshold sweep](%s)\n\n", ModesSVG, SweepSVG)
@@ -142,6 +152,23 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s |\n", s.Mode, s.Threshold, p.N,
 			withCI(p.FocusRecall, p.FocusRecallCI), withCI(p.Contamination, p.ContaminationCI),
 			withCI(p.TokensRatio, p.TokensRatioCI), f3(p.TokensVsBase))
+	}
+	fmt.Fprintln(w, "\n## Compaction and state records")
+	fmt.Fprintln(w)
+	mdHeader(w, "mode", "threshold:", "n:", "compaction coverage", "sections:", "record bytes mean:", "max:", "per focus turn:", "by focus turn")
+	for _, s := range r.Summaries {
+		rb := s.RecordBytes
+		turns := make([]string, len(rb.ByTurn))
+		for i, b := range rb.ByTurn {
+			turns[i] = format(b, 0)
+		}
+		by := strings.Join(turns, " → ")
+		if by == "" {
+			by = "–"
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s | %s | %s |\n", s.Mode, s.Threshold, s.N,
+			withCI(s.CompactionCoverage, s.CompactionCoverageCI), f3(s.CompactionSections),
+			format(rb.Mean, 0), format(rb.Max, 0), format(rb.PerTurn, 0), by)
 	}
 	fmt.Fprintln(w, "\n## Near and far sessions")
 	fmt.Fprintln(w)

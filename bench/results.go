@@ -59,6 +59,15 @@ type SessionResult struct {
 	PrefixStability   Num `json:"prefix_stability"`
 	// PostSwitch: the same focus-call means over the post-switch calls only.
 	PostSwitch PostSwitch `json:"post_switch"`
+	// CompactionCoverage: of the compaction call ending S_switch, as the
+	// upstream received it, the share of the session's unfinished tasks
+	// whose every request it holds verbatim; CompactionSections: 1 when it
+	// asks for one section per task, else 0.
+	CompactionCoverage Num `json:"compaction_coverage"`
+	CompactionSections Num `json:"compaction_sections"`
+	// RecordBytes: the focus task's state record after each of its turns
+	// (rcm mode; null values otherwise).
+	RecordBytes RecordBytes `json:"record_bytes"`
 
 	decisions []Decision
 	overhead  []float64 // ms, every call of both schedules
@@ -76,6 +85,28 @@ type PostSwitch struct {
 	TokensVsBase  Num `json:"tokens_vs_base"`
 }
 
+// RecordBytes is how a task's state record grows: the bytes of its
+// rendered text after each focus turn of S_switch, as the proxy's inspector
+// shows it. Over sessions: the mean of the sessions' means, the largest
+// record, the mean slope, and the mean per focus turn (ByTurn).
+type RecordBytes struct {
+	Mean    Num   `json:"mean"`
+	Max     Num   `json:"max"`
+	PerTurn Num   `json:"per_turn"` // least-squares slope, bytes per focus turn
+	ByTurn  []Num `json:"by_turn,omitempty"`
+}
+
+func recordBytes(turns []float64) RecordBytes {
+	rb := RecordBytes{Mean: mean(turns), Max: Num(math.NaN()), PerTurn: Num(Slope(turns))}
+	if len(turns) > 0 {
+		rb.Max = Num(slices.Max(turns))
+	}
+	for _, b := range turns {
+		rb.ByTurn = append(rb.ByTurn, Num(b))
+	}
+	return rb
+}
+
 // focusMeans are the means of the focus-call values.
 type focusMeans struct {
 	recall, contam, ratio, vsBase []float64
@@ -91,8 +122,9 @@ func (f *focusMeans) add(o callObs, base []callObs, k int) {
 }
 
 // sessionResult condenses both schedules' calls of one session.
-func sessionResult(sess *Session, mode string, threshold float64, base, sw []callObs) *SessionResult {
-	r := &SessionResult{Session: sess.ID, Kind: sess.Kind, Mode: mode, Threshold: threshold, Calls: len(sw)}
+func sessionResult(sess *Session, mode string, threshold float64, base, sw []callObs, end *endObs) *SessionResult {
+	r := &SessionResult{Session: sess.ID, Kind: sess.Kind, Mode: mode, Threshold: threshold, Calls: len(sw),
+		CompactionCoverage: Num(end.coverage), CompactionSections: Num(end.sections), RecordBytes: recordBytes(end.recordBytes)}
 	var all, post focusMeans
 	var toks, recallB, contamB []float64
 	k := 0
@@ -199,7 +231,11 @@ type Metrics struct {
 	OverheadP95       Num    `json:"overhead_ms_p95"`
 	// PostSwitch: recall, contamination and tokens over the post-switch
 	// focus calls only (see PostSwitch), over the sessions that have some.
-	PostSwitch PostSwitchMetrics `json:"post_switch"`
+	PostSwitch           PostSwitchMetrics `json:"post_switch"`
+	CompactionCoverage   Num               `json:"compaction_coverage"`
+	CompactionCoverageCI [2]Num            `json:"compaction_coverage_ci"`
+	CompactionSections   Num               `json:"compaction_sections"`
+	RecordBytes          RecordBytes       `json:"record_bytes"`
 }
 
 // PostSwitchMetrics are PostSwitch's values over sessions: the mean over
@@ -308,6 +344,9 @@ func metricsOf(rs []*SessionResult) Metrics {
 	p.Contamination, p.ContaminationCI = ci(func(r *SessionResult) Num { return r.PostSwitch.Contamination })
 	p.TokensRatio, p.TokensRatioCI = ci(func(r *SessionResult) Num { return r.PostSwitch.TokensRatio })
 	p.TokensVsBase, _ = ci(func(r *SessionResult) Num { return r.PostSwitch.TokensVsBase })
+	m.CompactionCoverage, m.CompactionCoverageCI = ci(func(r *SessionResult) Num { return r.CompactionCoverage })
+	m.CompactionSections, _ = ci(func(r *SessionResult) Num { return r.CompactionSections })
+	m.RecordBytes = recordBytesOf(rs)
 	var ds []Decision
 	var over []float64
 	for _, r := range rs {
@@ -319,4 +358,35 @@ func metricsOf(rs []*SessionResult) Metrics {
 	m.ECE = Num(ece)
 	m.OverheadP50, m.OverheadP95 = Num(Percentile(over, 50)), Num(Percentile(over, 95))
 	return m
+}
+
+// recordBytesOf condenses the sessions' record growth (see RecordBytes).
+func recordBytesOf(rs []*SessionResult) RecordBytes {
+	var means, slopes []float64
+	var byTurn [][]float64
+	top := math.NaN()
+	for _, r := range rs {
+		rb := r.RecordBytes
+		if math.IsNaN(float64(rb.Mean)) {
+			continue
+		}
+		means = append(means, float64(rb.Mean))
+		if !math.IsNaN(float64(rb.PerTurn)) {
+			slopes = append(slopes, float64(rb.PerTurn))
+		}
+		if math.IsNaN(top) || float64(rb.Max) > top {
+			top = float64(rb.Max)
+		}
+		for i, b := range rb.ByTurn {
+			if i == len(byTurn) {
+				byTurn = append(byTurn, nil)
+			}
+			byTurn[i] = append(byTurn[i], float64(b))
+		}
+	}
+	out := RecordBytes{Mean: mean(means), Max: Num(top), PerTurn: mean(slopes)}
+	for _, xs := range byTurn {
+		out.ByTurn = append(out.ByTurn, mean(xs))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	replaybench "github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
@@ -59,6 +61,7 @@ type replayConfig struct {
 	out, db            string
 	concurrency        int64
 	overhead           string
+	compactionTail     int64
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -73,6 +76,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
+		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
 
@@ -86,7 +90,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if err != nil {
 		return err
 	}
-	opts := replaybench.Options{Concurrency: int(c.concurrency)}
+	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail)}
 	if c.modes != "" {
 		for m := range strings.SplitSeq(c.modes, ",") {
 			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))
@@ -158,6 +162,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	}()
 
 	opts.Proxy = "http://" + pLn.Addr().String()
+	opts.Render = renderRecord
 	opts.Upstream = up
 	if overhead {
 		opts.Direct = upURL
@@ -179,6 +184,16 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
 	}
 	return err
+}
+
+// renderRecord renders a task record of the inspector's session view, as
+// rcm injects it (unbounded by --memory-tokens).
+func renderRecord(raw json.RawMessage) (string, error) {
+	var r memory.Record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "", err
+	}
+	return memory.Render(r, 0), nil
 }
 
 // loadSpec reads --spec, builds one from --data, or returns the demo pack.

@@ -27,6 +27,14 @@ type benchRow struct {
 		N           int
 		TokensRatio *float64 `json:"tokens_ratio"`
 	} `json:"post_switch"`
+	CompactionCoverage *float64 `json:"compaction_coverage"`
+	CompactionSections *float64 `json:"compaction_sections"`
+	RecordBytes        struct {
+		Mean    *float64  `json:"mean"`
+		Max     *float64  `json:"max"`
+		PerTurn *float64  `json:"per_turn"`
+		ByTurn  []float64 `json:"by_turn"`
+	} `json:"record_bytes"`
 }
 
 type benchResults struct {
@@ -50,13 +58,17 @@ func readResults(t *testing.T, dir string) benchResults {
 }
 
 // TestBenchReplayRealProxy replays the small spec through the real proxy
-// (proxy.New) in every mode: native is the unchanged baseline.
+// (proxy.New) in every mode: native is the unchanged baseline. Each switch
+// session ends with OpenCode's compaction call, whose recent tail (300
+// tokens: the last two distractor turns and the submit) is left out of its
+// prompt: native's call misses those distractors' requests; rcm's rewrite
+// names every task's requirements. rcm's focus record grows per focus turn.
 func TestBenchReplayRealProxy(t *testing.T) {
 	dir := t.TempDir()
 	stdout, _ := os.Create(filepath.Join(dir, "stdout"))
 	stderr, _ := os.Create(filepath.Join(dir, "stderr"))
 	t.Setenv("RCM_BENCH_THRESHOLDS", "0.8") // the environment twin
-	err := replay(context.Background(), []string{"--spec", "../../bench/testdata/replay_small.json", "--out", filepath.Join(dir, "out")}, stdout, stderr)
+	err := replay(context.Background(), []string{"--spec", "../../bench/testdata/replay_small.json", "--compaction-tail", "300", "--out", filepath.Join(dir, "out")}, stdout, stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +87,25 @@ func TestBenchReplayRealProxy(t *testing.T) {
 	if native.Mode != "native" || *native.FocusRecall != 1 || *native.TokensRatio != 1 || *native.Contamination <= 0 || native.Routing != nil {
 		t.Errorf("native: recall %v, tokens ratio %v, contamination %v, routing %v", *native.FocusRecall, *native.TokensRatio, *native.Contamination, native.Routing)
 	}
+	for _, row := range r.Results {
+		cov, sec, rb := row.CompactionCoverage, row.CompactionSections, row.RecordBytes
+		if cov == nil || sec == nil {
+			t.Fatalf("%s: compaction coverage %v, sections %v", row.Mode, cov, sec)
+		}
+		switch row.Mode {
+		case "rcm":
+			if *cov != 1 || *sec != 1 || rb.Mean == nil || rb.Max == nil || rb.PerTurn == nil || *rb.PerTurn <= 0 || len(rb.ByTurn) != 3 ||
+				!(rb.ByTurn[0] < rb.ByTurn[1] && rb.ByTurn[1] < rb.ByTurn[2]) || *rb.Max < rb.ByTurn[2] {
+				t.Errorf("rcm: compaction coverage %v, sections %v, record bytes %+v (want coverage 1, sections 1, a record growing over 3 focus turns)", *cov, *sec, rb)
+			}
+		default:
+			if !(*cov < 1) || *sec != 0 || rb.Mean != nil || len(rb.ByTurn) != 0 {
+				t.Errorf("%s: compaction coverage %v, sections %v, record bytes %+v (want coverage < 1, no sections, no records)", row.Mode, *cov, *sec, rb)
+			}
+		}
+	}
 	md, err := os.ReadFile(filepath.Join(dir, "out", "report.md"))
-	if err != nil || !strings.Contains(string(md), "| native | 0.80 |") {
+	if err != nil || !strings.Contains(string(md), "| native | 0.80 |") || !strings.Contains(string(md), "## Compaction and state records") {
 		t.Errorf("report.md: %v\n%s", err, md)
 	}
 	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
@@ -95,6 +124,7 @@ func TestBenchReplayRefusesBadFlags(t *testing.T) {
 		{"--modes", "fast"},
 		{"--spec", "does-not-exist.json"},
 		{"--overhead", "maybe"},
+		{"--compaction-tail", "many"},
 	} {
 		dir := t.TempDir()
 		f, _ := os.Create(filepath.Join(dir, "log"))

@@ -8,14 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	replaybench "github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/bench/scripted"
@@ -139,29 +137,13 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		return err
 	}
 	defer logf.Close()
-	cfg := proxy.Config{Listen: "127.0.0.1:0", Upstream: upURL, DB: db, Mode: proxy.Native}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	h, err := proxy.New(cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: upURL, DB: db, Mode: proxy.Native}, logf, slog.LevelWarn, nil, stderr)
 	if err != nil {
 		return err
 	}
-	pLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.Close()
-		return err
-	}
-	psrv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	go psrv.Serve(pLn)
-	defer func() {
-		psrv.Close()
-		if err := h.Close(); err != nil {
-			fmt.Fprintln(stderr, "rcm: closing the proxy's store:", err)
-		}
-	}()
+	defer stopProxy()
 
-	opts.Proxy = "http://" + pLn.Addr().String()
+	opts.Proxy = proxyURL
 	opts.Render = renderRecord
 	opts.Upstream = up
 	if overhead {

@@ -143,29 +143,14 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer logf.Close()
-	cfg := proxy.Config{Listen: "127.0.0.1:0", Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	h, err := proxy.New(cfg, slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	var meter *runbench.Meter
+	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}, logf, slog.LevelInfo,
+		func(h http.Handler) http.Handler { meter = runbench.NewMeter(h); return meter }, stderr)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.Close()
-		return err
-	}
-	meter := runbench.NewMeter(h)
-	psrv := &http.Server{Handler: meter, ReadHeaderTimeout: 30 * time.Second}
-	go psrv.Serve(ln)
-	defer func() {
-		psrv.Close()
-		if err := h.Close(); err != nil {
-			fmt.Fprintln(stderr, "rcm: closing the proxy's store:", err)
-		}
-	}()
-	opts.Proxy, opts.Meter, opts.Repos = "http://"+ln.Addr().String(), meter, repos
+	defer stopProxy()
+	opts.Proxy, opts.Meter, opts.Repos = proxyURL, meter, repos
 
 	harnessDir := filepath.Join(out, "harness")
 	oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{

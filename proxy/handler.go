@@ -223,7 +223,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 	}
 	w.WriteHeader(resp.StatusCode)
 	var tee io.Writer
-	if a != nil {
+	if a != nil && a.mode == RCM {
+		// Only rcm mode learns from answers (task records, summaries).
 		tee = a.response()
 	}
 	n, err := copyResponse(w, resp.Body, tee, sse)

@@ -134,6 +134,60 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 			}
 		}
 	})
+
+	// Two tasks in one OpenCode session, named with the [task: ...] tag:
+	// rcm routes each turn, gives the returning task its record, and makes
+	// OpenCode's own compaction call keep both tasks.
+	t.Run("rcm-tasks", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := srv.CreateSession(ctx, dir, "two tasks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns := []struct{ text, want, task string }{
+			{"[task: alpha] Please run the greeting tool.", "The tool said hello-from-tool.", "alpha"},
+			{"[task: beta] Now write the note file.", "Wrote note.txt.", "beta"},
+			{"[task: alpha] Please run the greeting tool once more.", "The tool said hello-from-tool.", "alpha"},
+		}
+		for _, tn := range turns {
+			m, err := srv.Prompt(ctx, s.ID, dir, "rcm", opencode.DefaultModelID, tn.text)
+			if err != nil {
+				t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
+			}
+			if m.Text() != tn.want {
+				t.Fatalf("turn %q answered %q", tn.text, m.Text())
+			}
+		}
+		var tasks []string
+		for _, c := range tap.session(s.ID) {
+			if ocCheckHeaders(t, c, s.ID) == "rcm" {
+				tasks = append(tasks, c.resp.Get(HeaderTask))
+			}
+		}
+		if got := strings.Join(tasks, ","); got != "alpha,alpha,beta,beta,alpha,alpha" {
+			t.Fatalf("tasks per call %s, want each turn's tag (two calls a turn)", got)
+		}
+		calls := up.Session(s.ID)
+		last := string(calls[len(calls)-1].Body)
+		if !strings.Contains(last, `[task: alpha] Please run the greeting tool.`) || strings.Contains(last, "write the note") ||
+			!strings.Contains(last, `<rcm-task-state task=\"alpha\">`) {
+			t.Fatalf("the returning task's call holds other tasks' turns or lacks its record:\n%s", last)
+		}
+		if err := srv.Summarize(ctx, s.ID, dir, "rcm", opencode.DefaultModelID); err != nil {
+			t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
+		}
+		var compaction string
+		for _, r := range up.Session(s.ID) {
+			if r.Kind == "compaction" {
+				compaction = gjson.GetBytes(r.Body, "messages.1.content").String()
+			}
+		}
+		for _, want := range []string{"## Task alpha", "## Task beta", "[task: beta] Now write the note file."} {
+			if !strings.Contains(compaction, want) {
+				t.Fatalf("OpenCode's compaction call reached the model without %q:\n%s", want, compaction)
+			}
+		}
+	})
 }
 
 // ocScript plays the model: turn 1 runs bash, turn 2 writes a file in the

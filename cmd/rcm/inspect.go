@@ -19,11 +19,16 @@ import (
 // inspect asks a running proxy (which holds the store's lock) for its
 // sessions, or one session's tasks, records and routing decisions.
 func inspect(args []string) error {
+	// The proxy's own listen address, when set in the environment, is
+	// where a user's rcm runs.
 	addr := "http://" + proxy.DefaultListen
+	if l := os.Getenv("RCM_LISTEN"); l != "" {
+		addr = "http://" + l
+	}
 	asJSON := "false"
 	events := "30"
 	opts := []option{
-		{flag: "addr", env: "RCM_INSPECT_ADDR", help: "the running proxy (default http://" + proxy.DefaultListen + ")", set: stringOpt(&addr)},
+		{flag: "addr", env: "RCM_INSPECT_ADDR", help: "the running proxy (default http://$RCM_LISTEN, else http://" + proxy.DefaultListen + ")", set: stringOpt(&addr)},
 		{flag: "json", env: "RCM_INSPECT_JSON", help: "print the raw JSON (true/false)", set: stringOpt(&asJSON)},
 		{flag: "events", env: "RCM_INSPECT_EVENTS", help: "how many of the latest routing decisions to show (default 30)", set: stringOpt(&events)},
 	}

@@ -12,29 +12,35 @@ func parseChat(body []byte) (*Transcript, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, ErrNotJSON
 	}
-	root := gjson.Parse(alias(body))
-	if !root.IsObject() {
+	// From here on the body is known to be valid JSON: the members and
+	// elements scanners skip values without decoding them.
+	src := alias(body)
+	start := 0
+	for start < len(src) && isSpace(src[start]) {
+		start++
+	}
+	if start == len(src) || src[start] != '{' {
 		return nil, ErrNotObject
 	}
-	arr := root.Get("messages")
-	if !arr.IsArray() || arr.Index <= 0 {
+	arr, at := "", -1
+	members(src, func(key, val string, off int) {
+		if at < 0 && key == `"messages"` {
+			arr, at = val, off
+		}
+	})
+	if at < 0 || !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	t := &Transcript{
-		Format:   OpenAIChat,
-		Body:     body,
-		arrStart: arr.Index,
-		arrEnd:   arr.Index + len(arr.Raw),
-	}
+	t := &Transcript{Format: OpenAIChat, Body: body, arrStart: at, arrEnd: at + len(arr)}
 	var err error
-	arr.ForEach(func(_, v gjson.Result) bool {
-		m, e := chatMessage(body, v, len(t.Messages))
-		if e != nil {
-			err = e
-			return false
+	elements(arr, func(val string, off int) {
+		if err != nil {
+			return
 		}
-		t.Messages = append(t.Messages, m)
-		return true
+		var m Message
+		if m, err = chatMessage(body, val, at+off, len(t.Messages)); err == nil {
+			t.Messages = append(t.Messages, m)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -42,14 +48,14 @@ func parseChat(body []byte) (*Transcript, error) {
 	return t, nil
 }
 
-func chatMessage(body []byte, v gjson.Result, i int) (Message, error) {
-	if !v.IsObject() || v.Index <= 0 || v.Index+len(v.Raw) > len(body) {
+func chatMessage(body []byte, raw string, at, i int) (Message, error) {
+	if !strings.HasPrefix(raw, "{") {
 		return Message{}, ErrBadMessage
 	}
-	end := v.Index + len(v.Raw)
-	m := Message{Index: i, Raw: body[v.Index:end:end]}
+	end := at + len(raw)
+	m := Message{Index: i, Raw: body[at:end:end]}
 	hasRole := false
-	members(v.Raw, func(key, val string) {
+	members(raw, func(key, val string, _ int) {
 		switch key {
 		case `"role"`:
 			if r := gjson.Parse(val); r.Type == gjson.String {

@@ -2,11 +2,11 @@ package transcript
 
 import "strings"
 
-// members calls fn with the raw key (quotes included) and raw value of each
-// member of the JSON object obj, decoding neither: a message's content is
-// often most of its bytes and most calls never read it. obj must be valid
-// JSON (Parse validates the body first).
-func members(obj string, fn func(key, value string)) {
+// members calls fn with the raw key (quotes included), the raw value and
+// the value's offset in obj of each member of the JSON object obj, decoding
+// neither: a message's content is often most of its bytes and most calls
+// never read it. obj must be valid JSON (Parse validates the body first).
+func members(obj string, fn func(key, value string, off int)) {
 	i := strings.IndexByte(obj, '{')
 	if i < 0 {
 		return
@@ -22,11 +22,32 @@ func members(obj string, fn func(key, value string)) {
 			}
 			v := i
 			i = skipValue(obj, i)
-			fn(key, obj[v:i])
+			fn(key, obj[v:i], v)
 		case '}':
 			return
 		default:
 			i++
+		}
+	}
+}
+
+// elements calls fn with the raw value and offset in arr of each element of
+// the JSON array arr (valid JSON), without decoding them.
+func elements(arr string, fn func(value string, off int)) {
+	i := strings.IndexByte(arr, '[')
+	if i < 0 {
+		return
+	}
+	for i++; i < len(arr); {
+		switch c := arr[i]; {
+		case c == ']':
+			return
+		case c == ',' || isSpace(c):
+			i++
+		default:
+			v := i
+			i = skipValue(arr, i)
+			fn(arr[v:i], v)
 		}
 	}
 }

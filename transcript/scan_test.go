@@ -22,13 +22,50 @@ func FuzzMembers(f *testing.F) {
 			want = append(want, kv{k.Raw, v.Raw})
 			return true
 		})
-		members(obj, func(k, v string) { got = append(got, kv{k, v}) })
+		members(obj, func(k, v string, off int) {
+			if obj[off:off+len(v)] != v {
+				t.Fatalf("offset %d does not hold %q", off, v)
+			}
+			got = append(got, kv{k, v})
+		})
 		if len(got) != len(want) {
 			t.Fatalf("members %q, gjson %q", got, want)
 		}
 		for i := range got {
 			if got[i] != want[i] {
 				t.Fatalf("member %d: %q, gjson %q", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// FuzzElements: on any valid JSON array, elements sees the same raw values
+// at the right offsets as gjson does.
+func FuzzElements(f *testing.F) {
+	f.Add(`[1, "a,]", {"b": [2, "]"]}, null , -3e2,[]]`)
+	f.Add(`[]`)
+	f.Add(` [ {} ] `)
+	f.Fuzz(func(t *testing.T, arr string) {
+		if !gjson.Valid(arr) || !gjson.Parse(arr).IsArray() {
+			return
+		}
+		var want, got []string
+		gjson.Parse(arr).ForEach(func(_, v gjson.Result) bool {
+			want = append(want, v.Raw)
+			return true
+		})
+		elements(arr, func(v string, off int) {
+			if arr[off:off+len(v)] != v {
+				t.Fatalf("offset %d does not hold %q", off, v)
+			}
+			got = append(got, v)
+		})
+		if len(got) != len(want) {
+			t.Fatalf("elements %q, gjson %q", got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("element %d: %q, gjson %q", i, got[i], want[i])
 			}
 		}
 	})

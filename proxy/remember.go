@@ -160,10 +160,15 @@ func observe(w *memory.Tx, a *assembly) error {
 	})
 }
 
-// summarize asks the optional memory model for the task's progress, after
-// the record is written; its failure leaves the deterministic record.
+// summarize asks the optional memory model for the task's progress once a
+// turn ends (the answer calls no tool), after the record is written; its
+// failure leaves the deterministic record.
 func (h *Handler) summarize(a *assembly) error {
 	if h.summarizer == nil || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
+		return nil
+	}
+	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
+	if !ok || len(reply.ToolCalls) > 0 {
 		return nil
 	}
 	rec, _, err := h.store.Record(a.session, a.task)
@@ -172,7 +177,6 @@ func (h *Handler) summarize(a *assembly) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, _ := transcript.ParseReply(a.resp.Bytes(), a.sse)
 	summary, err := h.summarizer.Summarize(ctx, rec, reply.Text())
 	if err != nil {
 		h.log.Info("memory model failed; the deterministic record stays", "session", a.session, "task", a.task, "err", err)

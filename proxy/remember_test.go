@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/chattest"
@@ -206,5 +207,44 @@ func TestContextBudget(t *testing.T) {
 	b, _ := io.ReadAll(m.Body)
 	if !strings.Contains(string(b), `rcm_budget_turns_total{action="condensed"} 1`) {
 		t.Fatalf("metrics:\n%s", b)
+	}
+}
+
+// TestMemoryModelOncePerTurn: the memory model is asked when a turn ends
+// (the answer calls no tool), not after every step of the turn.
+func TestMemoryModelOncePerTurn(t *testing.T) {
+	var hits int
+	var mu sync.Mutex
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"progress"},"finish_reason":"stop"}]}`)
+	}))
+	defer model.Close()
+	toolStep := true
+	rec := &recorder{answer: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if toolStep {
+			io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]},"finish_reason":"tool_calls"}]}`)
+			return
+		}
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}`)
+	}}
+	srv, h := setup(t, rec, func(c *Config) { c.MemoryModel, c.MemoryBaseURL = "summ", model.URL+"/v1" })
+	hdr := http.Header{"X-Session-Id": {"ses_turn"}}
+	body := sessionBody(t, []string{"In /work/ws1 list the files"}, nil)
+	for _, step := range []bool{true, false} {
+		toolStep = step
+		resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+		mu.Lock()
+		n := hits
+		mu.Unlock()
+		if want := map[bool]int{true: 0, false: 1}[step]; n != want {
+			t.Fatalf("after a tool step=%v: %d model calls, want %d", step, n, want)
+		}
 	}
 }

@@ -178,8 +178,8 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 }
 
 // record writes what one call taught rcm (the session, the turns' labels,
-// new tasks, the task's record, the decision) in one transaction, then asks
-// the optional memory model for a summary.
+// new tasks, the task's record, the decision) in one transaction, then
+// starts the optional memory model's summary.
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
@@ -200,10 +200,19 @@ func (h *Handler) record(a *assembly, parent string) error {
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		})
 	})
-	if err != nil || !rcm {
+	if err != nil || !rcm || h.summarizer == nil {
 		return err
 	}
-	return h.summarize(a)
+	// The memory model may take seconds: it runs outside the session's
+	// write slot, so that the session's next call does not wait for it.
+	h.after.Add(1)
+	go func() {
+		defer h.after.Done()
+		if err := h.summarize(a); err != nil {
+			h.log.Warn("memory summary not stored", "session", a.session, "err", err)
+		}
+	}()
+	return nil
 }
 
 // runNow runs a call's writes without ordering them after other calls'.

@@ -106,12 +106,6 @@ type Message struct {
 	text    string // decoded text of a message built from an answer
 }
 
-// NewMessage returns a message built from decoded parts rather than parsed
-// from a body (an upstream's answer, a test's expectation). It has no Raw.
-func NewMessage(role, text string, calls []ToolCall) Message {
-	return Message{Role: role, text: text, ToolCalls: calls}
-}
-
 // Text returns the message's text content, parts' texts joined by "\n".
 // It is decoded on each call, not at parse time: most of a long history is
 // tool output that a call never reads, so Parse leaves it encoded.

@@ -1,0 +1,7 @@
+package transcript
+
+// NewMessage builds the message ParseReply should return, for the external
+// tests (Message's decoded text is unexported).
+func NewMessage(role, text string, calls []ToolCall) Message {
+	return Message{Role: role, text: text, ToolCalls: calls}
+}

@@ -160,6 +160,12 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if werr := res.Write(c.out); werr != nil {
 		return errors.Join(err, werr)
 	}
+	if c.spec == "" && c.data == "" {
+		// Results of the demo pack carry its sources and licences.
+		if werr := os.WriteFile(filepath.Join(c.out, "ATTRIBUTION.txt"), []byte(replaybench.DemoAttribution()), 0o644); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	res.WriteTable(stdout)
 	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", replaybench.ResultsFile, replaybench.ReportFile, c.out)
 	if errors.Is(err, context.Canceled) {
@@ -195,7 +201,7 @@ func loadSpec(c *replayConfig, log io.Writer) (*replaybench.Spec, error) {
 		}
 		spec, more, err := replaybench.NewSpec(filepath.Base(filepath.Clean(c.data)), tasks, uint64(c.seed))
 		for _, s := range append(skips, more...) {
-			fmt.Fprintf(log, "note: %s: %s: %s\n", s.Source, s.Record, s.Reason)
+			fmt.Fprintf(log, "note: %s\n", s)
 		}
 		if err != nil {
 			return nil, err

@@ -173,3 +173,24 @@ func TestBenchReplayInterrupt(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBenchReplayDemo runs the embedded demo pack (native only, to stay
+// quick): it replays every session and leaves the pack's attribution with
+// the results.
+func TestBenchReplayDemo(t *testing.T) {
+	out := t.TempDir()
+	stdout, _ := os.Create(filepath.Join(out, "stdout"))
+	defer stdout.Close()
+	err := replay(context.Background(), []string{"--modes", "native", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _ := os.ReadFile(stdout.Name())
+	attr, err := os.ReadFile(filepath.Join(out, "ATTRIBUTION.txt"))
+	if err != nil || !strings.Contains(string(attr), "mini-swe-agent") || !strings.Contains(string(attr), "MIT") {
+		t.Fatalf("attribution: %v\n%s", err, attr)
+	}
+	if !strings.Contains(string(table), "replaying 10 sessions of demo") || !strings.Contains(string(table), "  native ") {
+		t.Fatalf("output:\n%s", table)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -23,12 +24,7 @@ func forwardSession(t *testing.T, mode string) [][]byte {
 	t.Helper()
 	rec := &recorder{}
 	srv, _ := setup(t, rec, nil)
-	reqs := []string{
-		"In /work/ws1 fix the crash in the ORM query compiler",
-		"In /work/ws2 add a regression test for the URL validator",
-		"Back to /work/ws1: also handle empty lookups in the compiler",
-	}
-	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+	reqs, dirs := switchRequests, switchDirs
 	hdr := http.Header{"X-Session-Id": {"ses_golden"}, "X-Rcm-Mode": {mode}}
 	var bodies [][]byte
 	send := func(body []byte) {
@@ -40,21 +36,11 @@ func forwardSession(t *testing.T, mode string) [][]byte {
 	for n := 1; n <= len(reqs); n++ {
 		send(sessionBody(t, reqs[:n], dirs))
 	}
-	last := sessionBody(t, reqs, dirs)
-	last = appendMessages(t, last,
-		`{"role":"assistant","content":"","tool_calls":[{"id":"call_0","type":"function","function":{"name":"bash","arguments":"{\"command\":\"python -m pytest tests/queries\",\"workdir\":\"/work/ws1\"}"}}]}`,
-		`{"role":"tool","tool_call_id":"call_0","content":"2 passed"}`)
+	last, _ := sjson.SetRawBytes(sessionBody(t, reqs, dirs), "messages.-1",
+		[]byte(`{"role":"assistant","content":"","tool_calls":[{"id":"call_0","type":"function","function":{"name":"bash","arguments":"{\"command\":\"python -m pytest tests/queries\",\"workdir\":\"/work/ws1\"}"}}]}`))
+	last, _ = sjson.SetRawBytes(last, "messages.-1", []byte(`{"role":"tool","tool_call_id":"call_0","content":"2 passed"}`))
 	send(last)
 	return bodies
-}
-
-func appendMessages(t *testing.T, body []byte, raws ...string) []byte {
-	t.Helper()
-	m := gjson.GetBytes(body, "messages")
-	arr := m.Raw[:len(m.Raw)-1] + "," + strings.Join(raws, ",") + "]"
-	out := append([]byte{}, body[:m.Index]...)
-	out = append(out, arr...)
-	return append(out, body[m.Index+len(m.Raw):]...)
 }
 
 // TestForwardedGolden: the same requests on the same store state forward

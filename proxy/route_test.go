@@ -34,15 +34,21 @@ func sessionBody(t *testing.T, requests []string, dirs []string) []byte {
 	return chattest.OpenCodeBody(t, ms...)
 }
 
-func TestRouterModeDropsOtherTasks(t *testing.T) {
-	rec := &recorder{}
-	srv, _ := setup(t, rec, nil)
-	reqs := []string{
+// switchRequests are a session that switches from task 1 (checkout ws1) to
+// task 2 (ws2) and back; switchDirs the checkout each turn works in.
+var (
+	switchRequests = []string{
 		"In /work/ws1 fix the crash in the ORM query compiler",
 		"In /work/ws2 add a regression test for the URL validator",
 		"Back to /work/ws1: also handle empty lookups in the compiler",
 	}
-	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+	switchDirs = []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+)
+
+func TestRouterModeDropsOtherTasks(t *testing.T) {
+	rec := &recorder{}
+	srv, _ := setup(t, rec, nil)
+	reqs, dirs := switchRequests, switchDirs
 	hdr := http.Header{"X-Session-Id": {"ses_route"}, "X-Rcm-Mode": {"router"}}
 	var firstTask string
 	for n := 1; n <= len(reqs); n++ {

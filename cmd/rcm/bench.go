@@ -27,6 +27,7 @@ const benchUsage = `Usage:
   rcm bench report DIR       Res_unint, Res_switch, Gap and costs of a bench run's results
   rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
   rcm bench spec [flags]     write a bench spec: the demo pack's, or one built from --data
+  rcm bench proxy [flags]    the proxy's overhead side by side: direct, Caddy, native, router, rcm
 `
 
 func bench(args []string) error {
@@ -46,6 +47,10 @@ func bench(args []string) error {
 		return benchUpstream(args[1:], os.Stderr)
 	case "spec":
 		return benchSpec(args[1:], os.Stdout, os.Stderr)
+	case "proxy":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return benchProxy(ctx, args[1:], os.Stdout, os.Stderr)
 	default:
 		return fmt.Errorf("bench: unknown subcommand %q\n\n%s", args[0], benchUsage)
 	}

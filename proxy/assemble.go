@@ -195,7 +195,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 				return err
 			}
 		}
-		return w.AppendEvent(a.session, memory.Event{
+		return w.AppendEvent(a.session, &memory.Event{
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		})

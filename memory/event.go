@@ -34,12 +34,12 @@ type Event struct {
 	// Turns are the request's turns in order, the last one current: each
 	// one's task label, token estimate and whether it was dropped.
 	Turns []TurnStat `json:"turns,omitempty"`
-	// Record is the task-record message injected into the call (rcm mode),
-	// exactly as forwarded, one JSON object.
+	// Record is the task-record message injected into the call (rcm mode):
+	// the JSON object forwarded (re-encoded, so its escapes may differ).
 	Record json.RawMessage `json:"record,omitempty"`
-	// PrefixShare is the share of the forwarded body that is a byte prefix
-	// of the session's previous forwarded body (what a provider's prompt
-	// cache can reuse); nil when that body was not at hand.
+	// PrefixShare is the share of the forwarded context (the messages) that
+	// is a byte prefix of the session's previous forwarded context (what a
+	// provider's prompt cache can reuse); nil when that was not at hand.
 	PrefixShare *float64 `json:"prefix_share,omitempty"`
 }
 

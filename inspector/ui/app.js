@@ -269,7 +269,7 @@ function showDetail(seq) {
       el("div", { class: "bar-label", text: `forwarded: ${ftotal} tokens (dropped turns greyed above)` }), bar(fwd, scale));
     const legend = el("div", { class: "legend" });
     const sw = (c, text, cls) => { const s = el("span", { class: "swatch " + (cls || "") }); if (c) s.style.background = c; return el("span", {}, s, text); };
-    legend.append(sw("#7b8794", "system"), sw("", "record", "seg record"), sw("#d5d8dc", "dropped"));
+    legend.append(sw("#7b8794", "system"), sw("", "record", "record"), sw("#d5d8dc", "dropped"));
     box.append(legend);
     const table = el("table", { class: "per-task" },
       el("thead", {}, el("tr", {}, ...["task", "turns", "dropped", "received", "forwarded"].map((h) => el("th", { text: h })))));

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/json"
 	"sync"
+	"unsafe"
 
 	"github.com/rcm-dev/rcm/compaction"
 	"github.com/rcm-dev/rcm/memory"
@@ -79,8 +80,11 @@ func (p *prefixes) share(a *assembly) *float64 {
 	if a.session == "" || len(a.body) == 0 || a.transcript != nil && a.transcript.Kind.Side() {
 		return nil
 	}
+	// gjson.GetBytes would copy the array it finds (a megabyte, in a long
+	// session); the body is never written to after it was built, so it
+	// can be read as a string in place.
 	ctx := a.body
-	if m := gjson.GetBytes(a.body, "messages"); m.IsArray() && m.Index > 0 {
+	if m := gjson.Get(unsafe.String(unsafe.SliceData(a.body), len(a.body)), "messages"); m.IsArray() && m.Index > 0 {
 		ctx = a.body[m.Index : m.Index+len(m.Raw)]
 	}
 	p.mu.Lock()

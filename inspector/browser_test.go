@@ -34,6 +34,8 @@ func TestBrowser(t *testing.T) {
 	bin := chromium(t)
 	srv := serveProxy(t)
 	b := launch(t, bin)
+	b.call(t, "Runtime.enable", nil)
+	b.call(t, "Log.enable", nil)
 	b.call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
 	b.call(t, "Page.navigate", map[string]any{"url": srv.URL + "/rcm/"})
 	b.wait(t, "the page connects to the live feed", `document.querySelector("#live.on") !== null`)
@@ -81,6 +83,11 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	checkScreenshot(t, shot)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.errors {
+		t.Errorf("the page logged an error (script, network or content policy): %s", e)
+	}
 }
 
 // checkScreenshot decodes the PNG and checks its size and that it shows
@@ -218,6 +225,7 @@ type browser struct {
 	mu      sync.Mutex
 	id      int
 	pending map[int]chan cdpReply
+	errors  []string // the page's uncaught exceptions and console errors
 }
 
 type cdpReply struct {
@@ -294,7 +302,9 @@ func launch(t *testing.T, bin string) *browser {
 func (b *browser) read() {
 	for {
 		var m struct {
-			ID int `json:"id"`
+			ID     int    `json:"id"`
+			Method string `json:"method"`
+			Params json.RawMessage
 			cdpReply
 		}
 		if err := b.conn.ReadJSON(&m); err != nil {
@@ -307,6 +317,14 @@ func (b *browser) read() {
 			return
 		}
 		b.mu.Lock()
+		switch m.Method {
+		case "Runtime.exceptionThrown":
+			b.errors = append(b.errors, string(m.Params))
+		case "Log.entryAdded", "Runtime.consoleAPICalled":
+			if strings.Contains(string(m.Params), `"error"`) {
+				b.errors = append(b.errors, string(m.Params))
+			}
+		}
 		ch := b.pending[m.ID]
 		delete(b.pending, m.ID)
 		b.mu.Unlock()

@@ -36,7 +36,7 @@ func newColours(tasks []memory.Task, events []memory.Event) colours {
 
 // Timeline geometry, in SVG user units.
 const (
-	tlWidth  = 960
+	tlWidth  = 760
 	tlLeft   = 44
 	tlRight  = 12
 	tlBandY  = 22 // the row of calls coloured by task
@@ -88,7 +88,7 @@ func (in *Inspector) timeline(w http.ResponseWriter, r *http.Request) {
 func Timeline(tasks []memory.Task, events []memory.Event) []byte {
 	col := newColours(tasks, events)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="11">`,
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 %d %d" width="%d" height="%d" font-family="sans-serif" font-size="13">`,
 		tlWidth, tlHeight, tlWidth, tlHeight)
 	b.WriteString("\n")
 	fmt.Fprintf(&b, `<text x="%d" y="14" fill="#333">calls by task</text>`+"\n", tlLeft)

@@ -80,6 +80,7 @@ async function openSession(id) {
   if (!state.current || state.current.session.id !== id) state.selected = 0;
   const { body } = await getJSON(`sessions/${encodeURIComponent(id)}?events=${eventsShown}`);
   state.current = body;
+  history.replaceState(null, "", `?session=${encodeURIComponent(id)}`);
   state.events = new Map((body.events || []).map((e) => [e.seq, e]));
   assignColours();
   $("#empty").hidden = true;

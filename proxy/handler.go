@@ -61,7 +61,7 @@ type Handler struct {
 	metrics metrics
 
 	// feed streams each stored call to the inspector's page; prefixes
-	// keeps each session's last forwarded body for its cached-prefix share.
+	// keeps each session's last forwarded messages for its cached-prefix share.
 	feed     inspector.Feed
 	prefixes prefixes
 }

@@ -37,20 +37,26 @@ func TestBrowser(t *testing.T) {
 	b.call(t, "Runtime.enable", nil)
 	b.call(t, "Log.enable", nil)
 	b.call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
+	// Earlier sessions, one more than a page of the list holds.
+	for i := range 31 {
+		send(t, srv.URL, fmt.Sprintf("ses_old_%02d", i), `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
+	}
 	b.call(t, "Page.navigate", map[string]any{"url": srv.URL + "/rcm/"})
 	b.wait(t, "the page connects to the live feed", `document.querySelector("#live.on") !== null`)
-	b.wait(t, "an empty session list", `!document.querySelector("#no-sessions").hidden`)
+	b.wait(t, "a page of sessions, newest first", `document.querySelectorAll("#sessions li").length === 30 && document.querySelector("#sessions li").dataset.id === "ses_old_30" && !document.querySelector("#more").hidden`)
+	b.click(t, "#more")
+	b.wait(t, "the next page", `document.querySelectorAll("#sessions li").length === 31 && document.querySelector("#more").hidden`)
 
 	// The session's first call appears in the list while the page is open.
 	calls := twoTaskSession()
-	send(t, srv.URL, calls[0])
-	b.wait(t, "the new session in the list", `document.querySelector('#sessions li[data-id="ses_browser"]') !== null`)
+	send(t, srv.URL, "ses_browser", calls[0])
+	b.wait(t, "the new session at the top of the list", `document.querySelector("#sessions li").dataset.id === "ses_browser"`)
 	b.click(t, `#sessions li[data-id="ses_browser"]`)
 	b.wait(t, "the session's first call", `document.querySelectorAll("#calls tbody tr").length === 1`)
 
 	// The rest arrive live: rows, then the timeline with the switches.
 	for _, c := range calls[1:] {
-		send(t, srv.URL, c)
+		send(t, srv.URL, "ses_browser", c)
 	}
 	b.wait(t, "every call in the table", fmt.Sprintf(`document.querySelectorAll("#calls tbody tr").length === %d`, len(calls)))
 	b.wait(t, "the timeline", fmt.Sprintf(`document.querySelectorAll("#timeline rect.call").length === %d && document.querySelectorAll("#timeline line.switch").length === 2`, len(calls)))
@@ -204,10 +210,11 @@ func twoTaskSession() []string {
 	return bodies
 }
 
-func send(t *testing.T, base, body string) {
+// send posts one call of session in rcm mode.
+func send(t *testing.T, base, session, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/rcm/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("X-Session-Id", "ses_browser")
+	req.Header.Set("X-Session-Id", session)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ function renderSessions(flash) {
   for (const s of state.sessions.values()) {
     const li = el("li", { "data-id": s.id, onclick: () => openSession(s.id) },
       el("div", { class: "id", text: s.id }),
-      el("div", { class: "meta", text: `${s.calls} calls · ${timeAgo(s.updated)}` + (s.parent ? ` · child of ${s.parent}` : "") }));
+      el("div", { class: "meta", text: `${count(s.calls, "call")} · ${timeAgo(s.updated)}` + (s.parent ? ` · child of ${s.parent}` : "") }));
     if (state.current && state.current.session.id === s.id) li.classList.add("selected");
     if (flash === s.id) li.classList.add("flash");
     ul.append(li);
@@ -114,14 +114,14 @@ function chip(task) {
 function renderSession() {
   const v = state.current;
   $("#session-title").textContent = `Session ${v.session.id}`;
-  $("#session-meta").textContent = `${v.session.calls} calls · ${(v.tasks || []).length} tasks · started ${new Date(v.session.created).toLocaleString()} · last call ${timeAgo(v.session.updated)}`;
+  $("#session-meta").textContent = `${count(v.session.calls, "call")} · ${count((v.tasks || []).length, "task")} · started ${new Date(v.session.created).toLocaleString()} · last call ${timeAgo(v.session.updated)}`;
   const records = new Map((v.records || []).map((r) => [r.task, r]));
   const box = $("#tasks");
   box.replaceChildren();
   if (!(v.tasks || []).length) box.append(el("p", { class: "muted", text: "No tasks yet (native calls and fallbacks create none)." }));
   for (const t of v.tasks || []) {
     const card = el("details", { class: "task-card", "data-task": t.id },
-      el("summary", {}, chip(t.id), ` ${t.turns} turns · since ${new Date(t.created).toLocaleTimeString()}`),
+      el("summary", {}, chip(t.id), ` ${count(t.turns, "turn")} · since ${new Date(t.created).toLocaleTimeString()}`),
       el("pre", { text: records.has(t.id) ? recordText(records.get(t.id)) : "(no record yet)" }));
     card.style.borderLeftColor = colour(t.id);
     box.append(card);
@@ -152,6 +152,7 @@ function recordText(r) {
 }
 
 const pct = (x) => `${Math.round(x * 100)}%`;
+const count = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
 
 function callRow(e, i) {
   const decided = !!e.method;

@@ -21,8 +21,14 @@ type Call struct {
 // it misses some.
 const subscriberBuffer = 64
 
-// keepAlive is the interval of the comment a stream sends when idle.
-const keepAlive = 15 * time.Second
+// keepAlive is the interval of the comment a stream sends when idle;
+// writeWait bounds each write, so that a client that stopped reading (its
+// connection still open) does not hold a stream forever. It also lifts any
+// server-wide WriteTimeout, which would cut every stream short.
+const (
+	keepAlive = 15 * time.Second
+	writeWait = 30 * time.Second
+)
 
 // Feed fans calls out to the inspector's live streams. Its zero value is
 // ready to use; it is safe for concurrent use.
@@ -119,6 +125,7 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *Feed) stream(w http.ResponseWriter, r *http.Request, s *subscriber, done <-chan struct{}) {
 	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(writeWait)) // unsupported by some writers: then unbounded
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -139,8 +146,10 @@ func (f *Feed) stream(w http.ResponseWriter, r *http.Request, s *subscriber, don
 		case <-done:
 			return
 		case <-tick.C:
+			rc.SetWriteDeadline(time.Now().Add(writeWait))
 			_, err = fmt.Fprint(w, ": ping\n\n")
 		case data := <-s.ch:
+			rc.SetWriteDeadline(time.Now().Add(writeWait))
 			if n := s.dropped.Swap(0); n > 0 {
 				_, err = fmt.Fprintf(w, "event: dropped\ndata: %d\n\n", n)
 			}

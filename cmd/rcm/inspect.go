@@ -195,9 +195,13 @@ func printSession(w io.Writer, v proxy.SessionView) {
 	}
 	fmt.Fprintf(w, "\n== routing decisions (latest %d)\n", len(v.Events))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tKIND\tMODE\tTASK\tCONF\tMETHOD\tFALLBACK\tTOKENS IN>OUT")
+	fmt.Fprintln(tw, "TIME\tKIND\tMODE\tTASK\tCONF\tMETHOD\tFALLBACK\tTOKENS IN>OUT\tCACHED")
 	for _, e := range v.Events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%d>%d\n", e.At.Format("15:04:05"), e.Kind, e.Mode, e.Task, e.Confidence, e.Method, e.Fallback, e.TokensIn, e.TokensOut)
+		cached := "-"
+		if e.PrefixShare != nil {
+			cached = fmt.Sprintf("%.0f%%", 100**e.PrefixShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%d>%d\t%s\n", e.At.Format("15:04:05"), e.Kind, e.Mode, e.Task, e.Confidence, e.Method, e.Fallback, e.TokensIn, e.TokensOut, cached)
 	}
 	tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,10 @@ func TestInspect(t *testing.T) {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)
 		}
+	}
+	// The cached-prefix share: unknown for the first call, then a share.
+	if !regexp.MustCompile(`(?m)>\d+\s+-\n.*>\d+\s+\d+%\n`).Match(out) {
+		t.Errorf("decisions lack the cached-prefix share column:\n%s", out)
 	}
 	// An address without a scheme, flags first.
 	hostport := strings.TrimPrefix(srv.URL, "http://")

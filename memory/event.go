@@ -38,8 +38,9 @@ type Event struct {
 	// the JSON object forwarded (re-encoded, so its escapes may differ).
 	Record json.RawMessage `json:"record,omitempty"`
 	// PrefixShare is the share of the forwarded context (the messages) that
-	// is a byte prefix of the session's previous forwarded context (what a
-	// provider's prompt cache can reuse); nil when that was not at hand.
+	// is a byte prefix of the session's previous forwarded context in the
+	// same mode (what a provider's prompt cache can reuse); nil when that
+	// was not at hand.
 	PrefixShare *float64 `json:"prefix_share,omitempty"`
 }
 

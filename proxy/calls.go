@@ -62,24 +62,29 @@ const maxPrefixBytes = 64 << 20
 // slices of the calls' own buffers, not copies.
 type prefixes struct {
 	mu    sync.Mutex
-	last  map[string]*list.Element // session -> element of lru (*prefixEntry)
+	last  map[string]*list.Element // chain key -> element of lru (*prefixEntry)
 	lru   list.List                // front: most recently used
 	bytes int
 }
 
 type prefixEntry struct {
-	session string
+	key     string
 	context []byte
 }
 
 // share returns the share of a's forwarded context that is a prefix of the
-// session's previous forwarded context (nil for its first call, or when
-// that context was let go), and keeps a's context for the next call. Side
-// calls (title, compaction) neither count nor break the chain.
+// previous forwarded context of the session in the same mode (nil for the
+// first, or when that context was let go), and keeps a's context for the
+// next call. Side calls (title, compaction) neither count nor break the
+// chain. Native mode does not parse bodies that name their session, so
+// there a side call cannot be told apart and does take part; keeping one
+// chain per mode keeps such a call (OpenCode sends its title call through
+// a native provider) out of a routed session's chain.
 func (p *prefixes) share(a *assembly) *float64 {
 	if a.session == "" || len(a.body) == 0 || a.transcript != nil && a.transcript.Kind.Side() {
 		return nil
 	}
+	key := string(a.mode) + " " + a.session
 	// gjson.GetBytes would copy the array it finds (a megabyte, in a long
 	// session); the body is never written to after it was built, so it
 	// can be read as a string in place.
@@ -93,7 +98,7 @@ func (p *prefixes) share(a *assembly) *float64 {
 		p.last = map[string]*list.Element{}
 	}
 	var s *float64
-	if el, ok := p.last[a.session]; ok {
+	if el, ok := p.last[key]; ok {
 		ent := el.Value.(*prefixEntry)
 		v := float64(commonPrefix(ent.context, ctx)) / float64(len(ctx))
 		s = &v
@@ -101,12 +106,12 @@ func (p *prefixes) share(a *assembly) *float64 {
 		ent.context = ctx
 		p.lru.MoveToFront(el)
 	} else {
-		p.last[a.session] = p.lru.PushFront(&prefixEntry{a.session, ctx})
+		p.last[key] = p.lru.PushFront(&prefixEntry{key, ctx})
 		p.bytes += len(ctx)
 	}
 	for p.bytes > maxPrefixBytes && p.lru.Len() > 1 {
 		ent := p.lru.Remove(p.lru.Back()).(*prefixEntry)
-		delete(p.last, ent.session)
+		delete(p.last, ent.key)
 		p.bytes -= len(ent.context)
 	}
 	return s

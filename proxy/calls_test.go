@@ -272,3 +272,28 @@ func TestEndStreams(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestPrefixChainPerMode checks that a native call of the session (such as
+// OpenCode's title call through its native small model) does not break the
+// cached-prefix chain of the session's routed calls.
+func TestPrefixChainPerMode(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	body := sessionBody(t, switchRequests[:1], switchDirs)
+	longer, _ := sjson.SetRawBytes(body, "messages.-1", []byte(`{"role":"assistant","content":"on it"}`))
+	longer, _ = sjson.SetRawBytes(longer, "messages.-1", []byte(`{"role":"user","content":"continue"}`))
+	for _, c := range []struct {
+		mode string
+		body []byte
+	}{{"rcm", body}, {"native", []byte(`{"model":"m","messages":[{"role":"user","content":"Generate a title"}]}`)}, {"rcm", longer}} {
+		resp := post(t, srv.URL+"/v1/chat/completions", c.body, http.Header{"X-Session-Id": {"ses_modes"}, "X-Rcm-Mode": {c.mode}})
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+	}
+	evs, err := h.store.Events("ses_modes", 0)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	if evs[1].PrefixShare != nil || evs[2].PrefixShare == nil || *evs[2].PrefixShare < 0.9 {
+		t.Fatalf("shares: native %v, rcm after it %v", evs[1].PrefixShare, evs[2].PrefixShare)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/rcm-dev/rcm/internal/proxytest"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
@@ -155,7 +155,7 @@ func chromium(t *testing.T) string {
 
 // serveProxy runs rcm (rcm mode) before an upstream that streams "done".
 func serveProxy(t *testing.T) *httptest.Server {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return proxytest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, chunk := range []string{
@@ -166,20 +166,6 @@ func serveProxy(t *testing.T) *httptest.Server {
 			fmt.Fprintf(w, "data: %s\n\n", chunk)
 		}
 	}))
-	t.Cleanup(up.Close)
-	cfg := proxy.Config{Upstream: up.URL + "/v1", DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := proxy.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.RegisterOnShutdown(h.EndStreams)
-	srv.Start()
-	t.Cleanup(func() { h.EndStreams(); srv.Close(); h.Close() })
-	return srv
 }
 
 // twoTaskSession is OpenCode's calls of a session that works on t1 (in
@@ -210,19 +196,11 @@ func twoTaskSession() []string {
 	return bodies
 }
 
-// send posts one call of session in rcm mode.
+// send posts one call of session in rcm mode; it must be routed.
 func send(t *testing.T, base, session, body string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/rcm/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("X-Session-Id", session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderFallback) != proxy.FallbackNone {
-		t.Fatalf("call: %s, fallback %q", resp.Status, resp.Header.Get(proxy.HeaderFallback))
+	if fb := proxytest.Send(t, base+"/rcm/v1/chat/completions", session, body).Get(proxy.HeaderFallback); fb != proxy.FallbackNone {
+		t.Fatalf("call fell back: %s", fb)
 	}
 }
 

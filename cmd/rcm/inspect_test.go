@@ -4,34 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/proxytest"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
 // newInspected serves rcm, in rcm mode, before a scripted upstream.
 func newInspected(t *testing.T) *httptest.Server {
-	t.Helper()
-	up := httptest.NewServer(scripted.New(scripted.Script{Default: scripted.Reply{Text: "done"}}))
-	t.Cleanup(up.Close)
-	cfg := proxy.Config{Upstream: up.URL + "/v1", DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := proxy.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); h.Close() })
-	return srv
+	return proxytest.Serve(t, scripted.New(scripted.Script{Default: scripted.Reply{Text: "done"}}))
 }
 
 var inspectMsgs = []string{
@@ -44,15 +29,7 @@ var inspectMsgs = []string{
 // send posts one streamed call of session with msgs.
 func send(t *testing.T, base, session string, msgs ...string) {
 	t.Helper()
-	body := `{"model":"m","stream":true,"messages":[` + strings.Join(msgs, ",") + `]}`
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("X-Session-Id", session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	proxytest.Send(t, base+"/v1/chat/completions", session, `{"model":"m","stream":true,"messages":[`+strings.Join(msgs, ",")+`]}`)
 }
 
 // TestInspect runs `rcm inspect` against a live proxy that has seen a

@@ -301,8 +301,14 @@ function messageText(m) {
 function connect() {
   const src = new EventSource("feed");
   const live = $("#live");
-  src.onopen = () => { live.textContent = "live"; live.className = "live on"; };
-  src.onerror = () => { live.textContent = "reconnecting"; live.className = "live off"; };
+  let down = false;
+  src.onopen = () => {
+    live.textContent = "live"; live.className = "live on";
+    // Calls made while the feed was down are not replayed: reload.
+    if (down) { loadSessions(false); if (state.current) scheduleReload(); }
+    down = false;
+  };
+  src.onerror = () => { down = true; live.textContent = "reconnecting"; live.className = "live off"; };
   src.addEventListener("call", (m) => onCall(JSON.parse(m.data)));
   src.addEventListener("dropped", () => { if (state.current) scheduleReload(); loadSessions(false); });
 }

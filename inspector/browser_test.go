@@ -1,9 +1,10 @@
+//go:build unix
+
 package inspector_test
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +42,22 @@ func TestBrowser(t *testing.T) {
 	// Earlier sessions, one more than a page of the list holds.
 	for i := range 31 {
 		send(t, srv.URL, fmt.Sprintf("ses_old_%02d", i), `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
+	}
+	// Sessions are stored after their answers: wait for all of them.
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(srv.URL + "/rcm/sessions?limit=100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ss []json.RawMessage
+		json.NewDecoder(resp.Body).Decode(&ss)
+		resp.Body.Close()
+		if len(ss) == 31 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%d sessions stored, want 31", len(ss))
+		}
 	}
 	b.call(t, "Page.navigate", map[string]any{"url": srv.URL + "/rcm/"})
 	b.wait(t, "the page connects to the live feed", `document.querySelector("#live.on") !== null`)
@@ -223,10 +241,17 @@ type cdpReply struct {
 var devtools = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 
 func launch(t *testing.T, bin string) *browser {
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+	// Not t.TempDir: Chromium's helpers may still be writing into its
+	// profile while the test ends, which would fail TempDir's cleanup.
+	profile, err := os.MkdirTemp("", "rcm-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-quic", "--hide-scrollbars", "--user-data-dir="+t.TempDir(), "--remote-debugging-port=0", "about:blank")
+		"--disable-quic", "--hide-scrollbars", "--user-data-dir="+profile, "--remote-debugging-port=0", "about:blank")
+	// Its own process group, so that its helper processes end with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +259,11 @@ func launch(t *testing.T, bin string) *browser {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		os.RemoveAll(profile)
+	})
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)

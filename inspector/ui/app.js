@@ -151,6 +151,9 @@ function recordText(r) {
   return lines.join("\n");
 }
 
+// fallsBack says from which threshold on the call would have fallen back:
+// any above its confidence (thresholds go up to 1).
+const fallsBack = (e) => (e.confidence >= 1 ? "never" : `> ${e.confidence.toFixed(2)}`);
 const pct = (x) => `${Math.round(x * 100)}%`;
 const count = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
 
@@ -165,7 +168,7 @@ function callRow(e, i) {
     el("td", { text: decided ? e.confidence.toFixed(2) : "—" }),
     el("td", { text: e.method || "—" }),
     el("td", { class: `fb-${e.fallback}`, text: e.fallback }),
-    el("td", { text: decided ? `> ${e.confidence.toFixed(2)}` : "—" }),
+    el("td", { text: decided ? fallsBack(e) : "—" }),
     el("td", { text: `${e.tokens_in} → ${e.tokens_out}` }),
     el("td", { text: e.prefix_share != null ? pct(e.prefix_share) : "—" }));
   if (e.seq === state.selected) tr.classList.add("selected");
@@ -233,7 +236,7 @@ function showDetail(seq) {
   row("method", e.method || "—");
   row("fallback", el("span", { class: `fb-${e.fallback}`, text: e.fallback }));
   if (e.threshold) row("threshold", `${e.threshold.toFixed(2)} in effect`);
-  if (decided) row("falls back", `at any threshold above ${e.confidence.toFixed(3)}`);
+  if (decided) row("falls back", e.confidence >= 1 ? "at no threshold" : `at any threshold above ${e.confidence.toFixed(3)}`);
   row("tokens", `${e.tokens_in} received → ${e.tokens_out} forwarded`);
   row("cached prefix", e.prefix_share != null ? `${pct(e.prefix_share)} of the forwarded context repeats the previous call's` : "unknown (no previous call at hand)");
   box.append(dl);

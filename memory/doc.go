@@ -1,8 +1,10 @@
 // Package memory owns rcm's persistent state: one bbolt file holding the
 // sessions the proxy has seen, the task label of every turn (keyed by session
 // and transcript.Fingerprint), each session's tasks, the per-task state
-// records M_z, and an append-only, bounded log of routing decisions (events)
-// for the inspector, and the memory message frozen per turn (Frozen,
+// records M_z, and an append-only, bounded log of calls and their routing
+// decisions (events) for the inspector (each with the call's details: a few
+// bytes per turn, plus the record message injected, which --memory-tokens
+// bounds), and the memory message frozen per turn (Frozen,
 // PutFrozen) so that every call of a turn forwards the same bytes.
 //
 // It also builds the records: Record.Observe folds one model call (the

@@ -10,7 +10,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Event is one routing decision of a session, kept for the inspector.
+// Event is one model call of a session and what rcm did to it, kept for
+// the inspector. The fields after TokensOut are the call's details, recorded
+// after the response for calls whose body was parsed; older events and
+// native calls without a parsed body lack them.
 type Event struct {
 	Seq        uint64    `json:"seq"` // set by AppendEvent; increases per session
 	At         time.Time `json:"at"`
@@ -22,16 +25,40 @@ type Event struct {
 	Fallback   string    `json:"fallback"` // none, threshold, error, side-call
 	TokensIn   int       `json:"tokens_in"`
 	TokensOut  int       `json:"tokens_out"`
+
+	// Threshold is the confidence below which this call would fall back
+	// (the one in effect for it); it fell back when Confidence < Threshold.
+	Threshold float64 `json:"threshold,omitempty"`
+	// SystemTokens estimates the leading system messages, always kept.
+	SystemTokens int `json:"system_tokens,omitempty"`
+	// Turns are the request's turns in order, the last one current: each
+	// one's task label, token estimate and whether it was dropped.
+	Turns []TurnStat `json:"turns,omitempty"`
+	// Record is the task-record message injected into the call (rcm mode):
+	// the JSON object forwarded (re-encoded, so its escapes may differ).
+	Record json.RawMessage `json:"record,omitempty"`
+	// PrefixShare is the share of the forwarded context (the messages) that
+	// is a byte prefix of the session's previous forwarded context in the
+	// same mode (what a provider's prompt cache can reuse); nil when that
+	// was not at hand.
+	PrefixShare *float64 `json:"prefix_share,omitempty"`
+}
+
+// TurnStat is one turn of a call as the inspector shows it.
+type TurnStat struct {
+	Task    string `json:"task,omitempty"` // "" when the turn has no label
+	Tokens  int    `json:"tokens"`         // estimate of the turn's messages as received
+	Dropped bool   `json:"dropped,omitempty"`
 }
 
 // AppendEvent appends e to the log of session, numbering it, and deletes
 // the oldest events beyond Options.MaxEvents.
 func (s *Store) AppendEvent(session string, e Event) error {
-	return s.Update(func(w *Tx) error { return w.AppendEvent(session, e) })
+	return s.Update(func(w *Tx) error { return w.AppendEvent(session, &e) })
 }
 
-// AppendEvent is Store.AppendEvent within the transaction w.
-func (w *Tx) AppendEvent(session string, e Event) error {
+// AppendEvent is Store.AppendEvent within the transaction w; it sets e.Seq.
+func (w *Tx) AppendEvent(session string, e *Event) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: append event: %w", err)
 	}

@@ -281,7 +281,7 @@ func TestUpdateIsOneTransaction(t *testing.T) {
 		if err := w.Touch("s1", "", now); err != nil {
 			return err
 		}
-		if err := w.AppendEvent("s1", Event{At: now, Task: "t1"}); err != nil {
+		if err := w.AppendEvent("s1", &Event{At: now, Task: "t1"}); err != nil {
 			return err
 		}
 		return w.UpdateRecord("s1", "t1", func(r *Record) error {

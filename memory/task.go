@@ -14,7 +14,9 @@ type Task struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name,omitempty"`
 	Created time.Time `json:"created"`
-	Turns   int       `json:"turns"` // turns labelled with this task
+	// Turns counts the turns routed to this task. The stored value is 0:
+	// the count comes from the labels, at read time (CountTurns).
+	Turns int `json:"turns"`
 }
 
 // PutTask creates or replaces task t of session.
@@ -54,4 +56,34 @@ func (s *Store) Tasks(session string) ([]Task, error) {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// CountTurns sets the Turns of each of tasks to the number of session's
+// turns routed to it (labels with Routed set), in one read transaction.
+func (s *Store) CountTurns(session string, tasks []Task) error {
+	n := map[string]int{}
+	err := s.view("count turns "+session, func(tx *bolt.Tx) error {
+		b := sessionBucket(tx, session, bucketLabels)
+		if b == nil {
+			return nil
+		}
+		names := make(map[string]string, 8)
+		return b.ForEach(func(k, raw []byte) error {
+			l, err := decodeLabel(raw, names)
+			if err != nil {
+				return fmt.Errorf("label %x: %w", k, err)
+			}
+			if l.Routed {
+				n[l.Task]++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for i := range tasks {
+		tasks[i].Turns = n[tasks[i].ID]
+	}
+	return nil
 }

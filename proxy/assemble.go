@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
+	"github.com/rcm-dev/rcm/inspector"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
@@ -33,6 +34,10 @@ type assembly struct {
 	fallback   string
 	tokensIn   int
 	tokensOut  int
+	// kept lists the forwarded messages of a routed call (nil: all);
+	// injected is the record message it added (rcm mode).
+	kept     []int
+	injected []byte
 
 	// Routing state kept for the writes after the response.
 	plan       *router.Plan
@@ -183,6 +188,8 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
+	share := h.prefixes.share(a)
+	var ev memory.Event
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
 			return err
@@ -195,11 +202,16 @@ func (h *Handler) record(a *assembly, parent string) error {
 				return err
 			}
 		}
-		return w.AppendEvent(a.session, memory.Event{
+		ev = memory.Event{
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
-		})
+		}
+		a.details(&ev, share)
+		return w.AppendEvent(a.session, &ev)
 	})
+	if err == nil {
+		h.feed.Publish(inspector.Call{Session: a.session, Event: ev})
+	}
 	if err != nil || !rcm || h.summarizer == nil {
 		return err
 	}

@@ -11,7 +11,9 @@
 // and, after the answer, writing what the call taught rcm to the store in
 // one transaction. It also owns the upstream client, the WebSocket relay,
 // the error mapping (502 upstream unreachable, 504 timeout, 499 client gone,
-// all in the OpenAI error shape), the inspector under /rcm/ and the metrics.
+// all in the OpenAI error shape), the JSON inspector endpoints and metrics
+// under /rcm/, where it mounts the web inspector (package inspector) and
+// publishes each stored call, with its details, to the inspector's feed.
 //
 // Caveats:
 //   - It fails open: any internal error (parse, store, router, compaction,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rcm-dev/rcm/inspector"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
@@ -58,6 +59,11 @@ type Handler struct {
 	after   sync.WaitGroup
 	writes  pending
 	metrics metrics
+
+	// feed streams each stored call to the inspector's page; prefixes
+	// keeps each session's last forwarded messages for its cached-prefix share.
+	feed     inspector.Feed
+	prefixes prefixes
 }
 
 // New returns a Handler for cfg, which must have passed Validate. It opens
@@ -108,9 +114,14 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 // Close waits for the work that follows responses already sent, then closes
 // the store. Call it after the server has stopped taking requests.
 func (h *Handler) Close() error {
+	h.feed.Close()
 	h.after.Wait()
 	return h.store.Close()
 }
+
+// EndStreams ends the inspector's live streams, which would otherwise hold
+// a graceful shutdown until its timeout (http.Server.RegisterOnShutdown).
+func (h *Handler) EndStreams() { h.feed.Close() }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
+	"github.com/rcm-dev/rcm/inspector"
 	"github.com/rcm-dev/rcm/memory"
 )
 
@@ -19,20 +22,46 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/metrics", h.serveMetrics)
 	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
+	// The page, its live feed and the timeline plots.
+	inspector.New(h.store, &h.feed).Register(mux)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no inspector route %s %s", r.Method, r.URL.Path)})
 	})
 	return mux
 }
 
+// maxPage bounds ?limit= of GET /rcm/sessions.
+const maxPage = 1000
+
+// listSessions serves a page of sessions, most recently used first:
+// ?limit= (default memory.DefaultPageSize) and ?after= (the cursor of the
+// previous page). The body stays a JSON array; the next page, when there
+// is one, is in a Link header (rel="next"), as GitHub's API does it.
 func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
-	ss, err := h.store.Sessions()
+	q := r.URL.Query()
+	limit := memory.DefaultPageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > maxPage {
+			writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("limit=%q: want a number in 1..%d", v, maxPage)})
+			return
+		}
+		limit = n
+	}
+	ss, next, err := h.store.SessionPage(limit, q.Get("after"))
+	if errors.Is(err, memory.ErrCursor) {
+		writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("after: %w", err)})
+		return
+	}
 	if err != nil {
 		writeError(w, &Error{http.StatusInternalServerError, "store_error", err})
 		return
 	}
 	if ss == nil {
 		ss = []memory.Session{}
+	}
+	if next != "" {
+		w.Header().Set("Link", fmt.Sprintf(`</rcm/sessions?limit=%d&after=%s>; rel="next"`, limit, url.QueryEscape(next)))
 	}
 	writeJSON(w, ss)
 }
@@ -64,6 +93,9 @@ func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
 	v := SessionView{Session: s}
 	if err == nil {
 		v.Tasks, err = h.store.Tasks(id)
+	}
+	if err == nil {
+		err = h.store.CountTurns(id, v.Tasks)
 	}
 	if err == nil {
 		v.Records, err = h.store.Records(id)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rcm-dev/rcm/bench/opencode"
 	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
 )
 
@@ -172,6 +173,34 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 		if !strings.Contains(last, `[task: alpha] Please run the greeting tool.`) || strings.Contains(last, "write the note") ||
 			!strings.Contains(last, `<rcm-task-state task=\"alpha\">`) {
 			t.Fatalf("the returning task's call holds other tasks' turns or lacks its record:\n%s", last)
+		}
+		// What the inspector shows of these calls: each turn's task and
+		// fate, the record injected into the returning task's calls, and
+		// an append-only context within its turn.
+		h.after.Wait()
+		evs, err := h.store.Events(s.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shown []string
+		var lastRouted memory.Event
+		for _, e := range evs {
+			if e.Mode != "rcm" || e.Kind != "agent" {
+				continue
+			}
+			var ts []string
+			for _, tn := range e.Turns {
+				ts = append(ts, tn.Task+map[bool]string{true: "-dropped"}[tn.Dropped])
+			}
+			shown = append(shown, strings.Join(ts, " "))
+			lastRouted = e
+		}
+		want := "alpha|alpha|alpha-dropped beta|alpha-dropped beta|alpha beta-dropped alpha|alpha beta-dropped alpha"
+		if got := strings.Join(shown, "|"); got != want {
+			t.Errorf("inspector turns per call:\n%s\nwant\n%s", got, want)
+		}
+		if !strings.Contains(string(lastRouted.Record), `rcm-task-state task=\"alpha\"`) || lastRouted.PrefixShare == nil || *lastRouted.PrefixShare < 0.9 {
+			t.Errorf("the returning task's second call: record %s, cached-prefix share %v", lastRouted.Record, lastRouted.PrefixShare)
 		}
 		if err := srv.Summarize(ctx, s.ID, dir, "rcm", opencode.DefaultModelID); err != nil {
 			t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())

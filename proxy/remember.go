@@ -38,6 +38,7 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 			return e, err
 		}
 		if len(msg) > 0 {
+			a.injected = msg
 			e.Insert = append(e.Insert, transcript.Insert{Before: t.Turns[cur].Start, Raw: msg})
 		}
 	}

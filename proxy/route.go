@@ -70,7 +70,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
-	a.body = body
+	a.body, a.kept = body, edit.Keep
 	return nil
 }
 

@@ -14,6 +14,7 @@ Usage:
   rcm serve [flags]     run the proxy (rcm serve --help lists the flags)
   rcm bench replay      replay recorded sessions through the proxy; model-free metrics
   rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
+                        (live in a browser: http://127.0.0.1:8787/rcm/)
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.

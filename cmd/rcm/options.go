@@ -24,6 +24,10 @@ func stringOpt(p *string) func(string) error {
 	return func(s string) error { *p = s; return nil }
 }
 
+func boolOpt(p *bool) func(string) error {
+	return func(s string) (err error) { *p, err = strconv.ParseBool(s); return err }
+}
+
 func floatOpt(p *float64) func(string) error {
 	return func(s string) (err error) { *p, err = strconv.ParseFloat(s, 64); return err }
 }

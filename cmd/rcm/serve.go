@@ -61,6 +61,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	srv.RegisterOnShutdown(h.EndStreams)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

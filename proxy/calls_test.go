@@ -1,0 +1,299 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rcm-dev/rcm/inspector"
+	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/memory"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// feedReader reads "call" events from the inspector's live feed.
+func feedReader(t *testing.T, url string) (<-chan inspector.Call, func()) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("feed: %d %s", resp.StatusCode, ct)
+	}
+	calls := make(chan inspector.Call, 16)
+	go func() {
+		defer close(calls)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "call":
+				var c inspector.Call
+				if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &c) == nil {
+					calls <- c
+				}
+			}
+		}
+	}()
+	return calls, func() { resp.Body.Close() }
+}
+
+func next(t *testing.T, calls <-chan inspector.Call) inspector.Call {
+	t.Helper()
+	select {
+	case c, ok := <-calls:
+		if !ok {
+			t.Fatal("feed ended")
+		}
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call on the feed within 5s")
+	}
+	return inspector.Call{}
+}
+
+func commonPrefixLen(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// TestCallDetails runs a switch session in rcm mode and checks what the
+// inspector is given for each call: the turns' tasks, sizes and drops, the
+// injected record, the threshold and the cached-prefix share, both in the
+// store and on the live feed, as they happen.
+func TestCallDetails(t *testing.T) {
+	rec := &recorder{}
+	srv, h := setup(t, rec, nil)
+	calls, stop := feedReader(t, srv.URL+"/rcm/feed?session=ses_calls")
+	defer stop()
+	// Another session's call is not on this stream.
+	other := post(t, srv.URL+"/v1/chat/completions", sessionBody(t, switchRequests[:1], switchDirs), http.Header{"X-Session-Id": {"ses_other"}})
+	io.Copy(io.Discard, other.Body)
+
+	hdr := http.Header{"X-Session-Id": {"ses_calls"}, "X-Rcm-Mode": {"rcm"}}
+	var body []byte
+	var fed []inspector.Call
+	for n := 1; n <= 3; n++ {
+		body = sessionBody(t, switchRequests[:n], switchDirs)
+		resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+		io.Copy(io.Discard, resp.Body)
+		fed = append(fed, next(t, calls))
+	}
+	// A tool ran: the turn's next call.
+	tc := `{"role":"assistant","content":"","tool_calls":[{"id":"call_9","type":"function","function":{"name":"bash","arguments":"{\"command\":\"go test ./...\",\"workdir\":\"/work/ws1\"}"}}]}`
+	body, _ = sjson.SetRawBytes(body, "messages.-1", []byte(tc))
+	body, _ = sjson.SetRawBytes(body, "messages.-1", []byte(`{"role":"tool","tool_call_id":"call_9","content":"ok"}`))
+	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	fed = append(fed, next(t, calls))
+	h.after.Wait()
+
+	evs, err := h.store.Events("ses_calls", 0)
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	for i, c := range fed {
+		a, _ := json.Marshal(c.Event)
+		b, _ := json.Marshal(evs[i])
+		if c.Session != "ses_calls" || string(a) != string(b) {
+			t.Fatalf("feed call %d of %s:\n%s\nstored:\n%s", i+1, c.Session, a, b)
+		}
+	}
+	turns := func(e memory.Event) string {
+		var s []string
+		for _, tn := range e.Turns {
+			d := ""
+			if tn.Dropped {
+				d = " dropped"
+			}
+			if tn.Tokens <= 0 {
+				t.Errorf("turn without tokens: %+v", e.Turns)
+			}
+			s = append(s, tn.Task+d)
+		}
+		return strings.Join(s, ", ")
+	}
+	for i, want := range []string{"t1", "t1 dropped, t2", "t1, t2 dropped, t1", "t1, t2 dropped, t1"} {
+		e := evs[i]
+		if got := turns(e); got != want || e.Threshold != DefaultThreshold || e.SystemTokens <= 0 || e.Fallback != FallbackNone {
+			t.Errorf("call %d: turns %q (want %q), threshold %v, system %d, fallback %s", i+1, got, want, e.Threshold, e.SystemTokens, e.Fallback)
+		}
+	}
+	// t1's record goes into the calls of the turn that returns to it, as
+	// forwarded; the first calls of t1 and t2 have none yet.
+	for i, e := range evs {
+		content := gjson.GetBytes(e.Record, "content").String()
+		hasRecord := strings.HasPrefix(content, `<rcm-task-state task="t1">`) && strings.Contains(content, switchRequests[0])
+		forwarded := false
+		for _, m := range chattest.Messages(rec.bodies[i+1]) {
+			forwarded = forwarded || gjson.Get(m, "content").String() == content
+		}
+		if hasRecord != (i >= 2) || hasRecord && !forwarded {
+			t.Errorf("call %d: record %s", i+1, e.Record)
+		}
+	}
+	// The cached-prefix share: unknown for the first call, then the byte
+	// prefix the forwarded messages share with the session's previous ones
+	// (rec.bodies[0] is the other session's call).
+	if evs[0].PrefixShare != nil {
+		t.Errorf("first call: share %v", *evs[0].PrefixShare)
+	}
+	for i := 1; i < 4; i++ {
+		prev, cur := gjson.GetBytes(rec.bodies[i], "messages").Raw, gjson.GetBytes(rec.bodies[i+1], "messages").Raw
+		want := float64(commonPrefixLen(prev, cur)) / float64(len(cur))
+		if evs[i].PrefixShare == nil || fmt.Sprintf("%.6f", *evs[i].PrefixShare) != fmt.Sprintf("%.6f", want) {
+			t.Errorf("call %d: share %v, want %.6f", i+1, evs[i].PrefixShare, want)
+		}
+	}
+	// Within a turn the context is append-only: nearly all of it is cached.
+	if s := *evs[3].PrefixShare; s < 0.8 || s >= 1 {
+		t.Errorf("same-turn call: share %.3f", s)
+	}
+	// A switch starts a new prefix after the system prompt.
+	if *evs[2].PrefixShare >= *evs[3].PrefixShare {
+		t.Errorf("switch call: share %.3f, same-turn call %.3f", *evs[2].PrefixShare, *evs[3].PrefixShare)
+	}
+}
+
+func TestSessionsPaged(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		if err := h.store.Touch(fmt.Sprintf("s%d", i), "", t0.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	url, pages := "/rcm/sessions?limit=2", 0
+	for url != "" {
+		resp, err := http.Get(srv.URL + url)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", url, resp.Status, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, s := range gjson.ParseBytes(b).Array() {
+			ids = append(ids, s.Get("id").String())
+		}
+		pages++
+		url = ""
+		if l := resp.Header.Get("Link"); l != "" {
+			l, _, _ = strings.Cut(strings.TrimPrefix(l, "<"), ">")
+			url = l
+		}
+	}
+	if fmt.Sprint(ids) != "[s4 s3 s2 s1 s0]" || pages != 3 {
+		t.Fatalf("%d pages: %v", pages, ids)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "limit=100000", "after=%21%21"} {
+		resp, err := http.Get(srv.URL + "/rcm/sessions?" + q)
+		if err != nil || resp.StatusCode != 400 {
+			t.Errorf("%s: %v %v", q, resp.Status, err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// TestInspectorRoutes checks that the page, its assets, the timeline and
+// the per-task turn counts are served on the /rcm/ mux.
+func TestInspectorRoutes(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	hdr := http.Header{"X-Session-Id": {"ses_page"}, "X-Rcm-Mode": {"router"}}
+	for n := 1; n <= 3; n++ {
+		resp := post(t, srv.URL+"/v1/chat/completions", sessionBody(t, switchRequests[:n], switchDirs), hdr)
+		io.Copy(io.Discard, resp.Body)
+	}
+	h.after.Wait()
+	for path, want := range map[string]string{
+		"/rcm/":                                        "text/html",
+		"/rcm/ui/app.js":                               "text/javascript",
+		"/rcm/ui/style.css":                            "text/css",
+		"/rcm/sessions/ses_page/timeline.svg":          "image/svg+xml",
+		"/rcm/sessions/ses_page?events=5":              "application/json",
+		"/rcm/sessions/nope/timeline.svg":              "404",
+		"/rcm/sessions/ses_page/timeline.svg?events=x": "400",
+		"/rcm/nope":                                    "404",
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got := resp.Header.Get("Content-Type")
+		if resp.StatusCode != 200 {
+			got = fmt.Sprint(resp.StatusCode)
+		}
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+		if path == "/rcm/sessions/ses_page?events=5" {
+			var v SessionView
+			json.Unmarshal(b, &v)
+			if len(v.Tasks) != 2 || v.Tasks[0].Turns != 2 || v.Tasks[1].Turns != 1 {
+				t.Errorf("task turns: %+v", v.Tasks)
+			}
+		}
+	}
+}
+
+// TestEndStreams checks that shutting down ends the live streams, which
+// would otherwise hold a graceful shutdown until its timeout.
+func TestEndStreams(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	calls, stop := feedReader(t, srv.URL+"/rcm/feed")
+	defer stop()
+	h.EndStreams()
+	select {
+	case _, ok := <-calls:
+		if ok {
+			t.Fatal("a call on an ended stream")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+	resp, err := http.Get(srv.URL + "/rcm/feed")
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("feed after shutdown: %v %v", resp.Status, err)
+	}
+	resp.Body.Close()
+}
+
+// TestPrefixChainPerMode checks that a native call of the session (such as
+// OpenCode's title call through its native small model) does not break the
+// cached-prefix chain of the session's routed calls.
+func TestPrefixChainPerMode(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	body := sessionBody(t, switchRequests[:1], switchDirs)
+	longer, _ := sjson.SetRawBytes(body, "messages.-1", []byte(`{"role":"assistant","content":"on it"}`))
+	longer, _ = sjson.SetRawBytes(longer, "messages.-1", []byte(`{"role":"user","content":"continue"}`))
+	for _, c := range []struct {
+		mode string
+		body []byte
+	}{{"rcm", body}, {"native", []byte(`{"model":"m","messages":[{"role":"user","content":"Generate a title"}]}`)}, {"rcm", longer}} {
+		resp := post(t, srv.URL+"/v1/chat/completions", c.body, http.Header{"X-Session-Id": {"ses_modes"}, "X-Rcm-Mode": {c.mode}})
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+	}
+	evs, err := h.store.Events("ses_modes", 0)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	if evs[1].PrefixShare != nil || evs[2].PrefixShare == nil || *evs[2].PrefixShare < 0.9 {
+		t.Fatalf("shares: native %v, rcm after it %v", evs[1].PrefixShare, evs[2].PrefixShare)
+	}
+}

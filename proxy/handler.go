@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -42,14 +42,14 @@ const (
 // Handler is the proxy: an http.Handler that rebuilds model calls' contexts
 // and forwards them to the upstream model API.
 type Handler struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
-	store  *memory.Store
-	router *router.Router
-	admin  http.Handler // the inspector under /rcm/
-	// upgrader relays WebSocket upgrades (Responses API WebSocket mode).
-	upgrader http.Handler
+	cfg       Config
+	target    *url.URL // cfg.Upstream
+	transport *http.Transport
+	log       *slog.Logger
+	errLog    *log.Logger // ReverseProxy's own messages, into log
+	store     *memory.Store
+	router    *router.Router
+	admin     http.Handler // the inspector under /rcm/
 	// summarizer is the optional memory model (nil without --memory-model).
 	summarizer *memory.Summarizer
 
@@ -62,9 +62,13 @@ type Handler struct {
 
 // New returns a Handler for cfg, which must have passed Validate. It opens
 // the store at cfg.DB; Close closes it.
-func New(cfg Config, log *slog.Logger) (*Handler, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(cfg Config, logger *slog.Logger) (*Handler, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	target, err := url.Parse(cfg.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
 	}
 	rt, err := router.New(router.Config{
 		Threshold: cfg.Threshold,
@@ -87,21 +91,17 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		cfg:    cfg,
-		client: &http.Client{Transport: newTransport(&cfg), CheckRedirect: noRedirect},
-		log:    log,
-		store:  store,
-		router: rt,
+		cfg:       cfg,
+		target:    target,
+		transport: newTransport(&cfg),
+		log:       logger,
+		errLog:    slog.NewLogLogger(logger.Handler(), slog.LevelInfo),
+		store:     store,
+		router:    rt,
 
 		summarizer: sum,
 	}
 	h.admin = h.inspector()
-	target, err := url.Parse(cfg.Upstream)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
-	}
-	h.upgrader = h.newUpgrader(target)
 	return h, nil
 }
 
@@ -111,8 +111,6 @@ func (h *Handler) Close() error {
 	h.after.Wait()
 	return h.store.Close()
 }
-
-func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, path, ok := splitMode(r.URL.Path)
@@ -146,7 +144,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderMode, string(mode))
 	if isUpgrade(r) {
-		h.upgrader.ServeHTTP(w, r)
+		// WebSocket traffic is relayed as it comes, never rebuilt.
+		h.forward(w, r, path, nil, nil)
 		return
 	}
 	format, call := transcript.FormatOf(path)
@@ -167,9 +166,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
+	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
+	// accounted for too.
+	defer h.done(r, a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
-	h.done(r, a)
 }
 
 // readBody reads the request body, at most max bytes, in one allocation
@@ -196,47 +197,29 @@ func splitMode(p string) (mode Mode, path string, ok bool) {
 }
 
 // forward sends the request upstream (body, or the client's own body when
-// nil) and streams the answer back. a, when not nil, observes the response.
+// nil) and streams the answer back. a, when not nil, observes the answer;
+// it is complete only when the upstream sent it to its end and the client
+// took it all (otherwise ReverseProxy aborts the response by panicking with
+// http.ErrAbortHandler, and the caller's deferred done sees it incomplete).
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, body []byte, a *assembly) {
-	ctx := r.Context()
+	if a == nil {
+		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
-	req, err := h.upstreamRequest(ctx, r, path, body)
-	if err != nil {
-		writeError(w, classify(ctx, err))
-		return
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		e := classify(ctx, err)
-		h.log.Warn("upstream request failed", "path", path, "status", e.Status, "err", err)
-		writeError(w, e)
-		return
-	}
-	defer resp.Body.Close()
-	copyHeaders(w.Header(), resp.Header)
-	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	if a != nil {
-		a.sse = sse
-	}
-	if sse {
-		w.Header().Set("X-Accel-Buffering", "no")
-	}
-	w.WriteHeader(resp.StatusCode)
-	var tee io.Writer
-	if a != nil && a.mode == RCM {
-		// Only rcm mode learns from answers (task records, summaries).
-		tee = a.response()
-	}
-	n, err := copyResponse(w, resp.Body, tee, sse)
-	if err != nil {
-		// Headers are gone: nothing to answer; the client either left (its
-		// context cancels the upstream read) or the upstream broke off.
-		h.log.Info("response copy stopped", "path", path, "bytes", n, "status", classify(ctx, err).Status, "err", err)
-		return
-	}
-	if a != nil {
-		a.latency = time.Since(start)
+	var answer *observed
+	h.reverseProxy(path, body, func(resp *http.Response) {
 		a.status = resp.StatusCode
+		a.sse = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		answer = &observed{src: resp.Body}
+		if a.mode == RCM {
+			// Only rcm mode learns from answers (task records, summaries).
+			answer.tee = a.response()
+		}
+		resp.Body = answer
+	}).ServeHTTP(w, r)
+	if answer != nil && answer.eof {
+		a.latency = time.Since(start)
 		a.complete = true
 	}
 }

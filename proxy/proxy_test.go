@@ -549,7 +549,7 @@ func TestDisconnectLeaksNothing(t *testing.T) {
 	}
 	settle := func() int {
 		client.CloseIdleConnections()
-		h.client.CloseIdleConnections()
+		h.transport.CloseIdleConnections()
 		h.after.Wait()
 		time.Sleep(50 * time.Millisecond)
 		return runtime.NumGoroutine()

@@ -58,6 +58,16 @@ type Config struct {
 	HeaderTimeout time.Duration `json:"header_timeout"`
 	// DialTimeout bounds connecting to the upstream. Default 10 s.
 	DialTimeout time.Duration `json:"dial_timeout"`
+	// ReadHeaderTimeout bounds the wait for a client's request headers (a
+	// slow client holds no connection past it). Default 30 s.
+	ReadHeaderTimeout time.Duration `json:"read_header_timeout"`
+	// IdleTimeout closes a client's keep-alive connection idle this long.
+	// Default 2 minutes.
+	IdleTimeout time.Duration `json:"idle_timeout"`
+	// ShutdownTimeout bounds the wait for calls in flight on shutdown; past
+	// it their connections are closed (a second signal exits at once).
+	// Default 10 s.
+	ShutdownTimeout time.Duration `json:"shutdown_timeout"`
 
 	// RouterModel names the optional model classifier the router asks when
 	// its cheap signals are not confident; "" (default) disables it.
@@ -84,13 +94,16 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultListen        = "127.0.0.1:8787"
-	DefaultUpstream      = "https://api.openai.com/v1"
-	DefaultThreshold     = 0.8
-	DefaultMaxBody       = 32 << 20
-	DefaultHeaderTimeout = 10 * time.Minute
-	DefaultDialTimeout   = 10 * time.Second
-	DefaultMemoryTokens  = 2000
+	DefaultListen            = "127.0.0.1:8787"
+	DefaultUpstream          = "https://api.openai.com/v1"
+	DefaultThreshold         = 0.8
+	DefaultMaxBody           = 32 << 20
+	DefaultHeaderTimeout     = 10 * time.Minute
+	DefaultDialTimeout       = 10 * time.Second
+	DefaultReadHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultMemoryTokens      = 2000
 )
 
 // Validate fills zero fields with their defaults and reports the first
@@ -122,7 +135,7 @@ func (c *Config) Validate() error {
 	if c.Threshold == 0 {
 		c.Threshold = DefaultThreshold
 	}
-	if c.Threshold < 0 || c.Threshold > 1 {
+	if !(c.Threshold > 0 && c.Threshold <= 1) { // NaN too
 		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
 	}
 	if c.DB == "" {
@@ -142,7 +155,16 @@ func (c *Config) Validate() error {
 	if c.DialTimeout == 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}
-	if c.HeaderTimeout < 0 || c.DialTimeout < 0 {
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.HeaderTimeout < 0 || c.DialTimeout < 0 || c.ReadHeaderTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("timeouts must be positive")
 	}
 	if c.MemoryTokens == 0 {

@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,13 +131,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	threshold := h.cfg.Threshold
-	if v := r.Header.Get(HeaderThreshold); v != "" {
-		t, err := strconv.ParseFloat(v, 64)
-		if err != nil || t <= 0 || t > 1 {
-			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: want a number in (0, 1]", HeaderThreshold, v)})
+	if vs, ok := r.Header[http.CanonicalHeaderKey(HeaderThreshold)]; ok {
+		t, err := parseThreshold(strings.Join(vs, ","))
+		if err != nil {
+			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", err})
 			return
 		}
 		threshold = t
+	}
+	if err := checkSession(r.Header); err != nil {
+		writeError(w, &Error{http.StatusBadRequest, "bad_session", err})
+		return
 	}
 	w.Header().Set(HeaderMode, string(mode))
 	if isUpgrade(r) {
@@ -155,13 +156,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(w, r, h.cfg.MaxBody)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, &Error{http.StatusRequestEntityTooLarge, "body_too_large",
-				fmt.Errorf("request body exceeds %d bytes (raise --max-body)", h.cfg.MaxBody)})
-			return
-		}
-		writeError(w, classify(r.Context(), fmt.Errorf("read request body: %w", err)))
+		writeError(w, bodyError(r.Context(), err))
 		return
 	}
 	h.after.Add(1)
@@ -171,17 +166,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.done(r, a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
-}
-
-// readBody reads the request body, at most max bytes, in one allocation
-// when the client declared its length.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= max {
-		buf.Grow(int(n) + 1) // +1: ReadFrom's final read finds room and sees EOF
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
-	return buf.Bytes(), err
 }
 
 // splitMode strips a mode prefix (/native, /router, /rcm) from a /v1 path.

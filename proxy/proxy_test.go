@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -458,6 +459,7 @@ func TestConfigValidate(t *testing.T) {
 		{Upstream: "::"},
 		{Mode: "fast"},
 		{Threshold: 1.5},
+		{Threshold: math.NaN()},
 		{MaxBody: -1},
 	}
 	for _, c := range bad {

@@ -63,7 +63,8 @@ func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Resp
 // rewrite builds the request to the model API: the client's method, path
 // below /v1, query and headers (less hop-by-hop ones, which ReverseProxy
 // drops, rcm's own and Accept-Encoding, so that the transport negotiates
-// and decodes gzip for the tee), with body as the payload when not nil.
+// and decodes gzip for the tee), with body (plain: readBody decoded any
+// Content-Encoding) as the payload when not nil.
 // The client's credentials pass through; the configured key is added only
 // when the client sent none.
 func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
@@ -78,6 +79,7 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
 		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		pr.Out.ContentLength = int64(len(body))
 		pr.Out.Header.Del("Content-Length")
+		pr.Out.Header.Del("Content-Encoding") // readBody decoded it
 	}
 	h.setCredentials(pr.Out.Header, path)
 }

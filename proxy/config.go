@@ -42,6 +42,11 @@ type Config struct {
 	// Secrets come only from the environment (RCM_UPSTREAM_KEY) or flags,
 	// never from a config file.
 	UpstreamKey string `json:"-"`
+	// AuthToken guards rcm (see README "Security"): /rcm/... needs it, and
+	// so do proxied calls when UpstreamKey is set. Required when Listen
+	// reaches beyond loopback; at least MinAuthToken characters. Secret:
+	// environment (RCM_AUTH_TOKEN) or flag, never a config file.
+	AuthToken string `json:"-"`
 	// Mode is used when a request names none. Default rcm.
 	Mode Mode `json:"mode"`
 	// Threshold is the router confidence below which the full history is
@@ -114,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen %q: %w", c.Listen, err)
+	}
+	if err := checkExposure(c.Listen, c.AuthToken); err != nil {
+		return err
 	}
 	if c.Upstream == "" {
 		c.Upstream = DefaultUpstream

@@ -70,6 +70,9 @@ func writeError(w http.ResponseWriter, e *Error) {
 		"code":    e.Code,
 		"param":   nil,
 	}})
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rcm"`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	w.Write(body)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -44,6 +45,7 @@ type Handler struct {
 	transport *http.Transport
 	log       *slog.Logger
 	errLog    *log.Logger // ReverseProxy's own messages, into log
+	token     []byte      // SHA-256 of cfg.AuthToken; nil without one
 	store     *memory.Store
 	router    *router.Router
 	admin     http.Handler // the inspector under /rcm/
@@ -98,6 +100,10 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 
 		summarizer: sum,
 	}
+	if cfg.AuthToken != "" {
+		sum := sha256.Sum256([]byte(cfg.AuthToken))
+		h.token = sum[:]
+	}
 	h.admin = h.inspector()
 	return h, nil
 }
@@ -113,10 +119,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
 	case !ok && strings.HasPrefix(r.URL.Path, "/rcm/"):
+		if e := h.guard(r, true); e != nil {
+			writeError(w, e)
+			return
+		}
 		h.admin.ServeHTTP(w, r)
 		return
 	case !ok:
 		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no route %s: model calls go to /v1/... (or /native/v1, /router/v1, /rcm/v1)", r.URL.Path)})
+		return
+	}
+	if e := h.guard(r, false); e != nil {
+		writeError(w, e)
 		return
 	}
 	if mode == "" {

@@ -74,6 +74,9 @@ func fetch(u string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t := os.Getenv("RCM_AUTH_TOKEN"); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: is rcm serving there? %w", err)

@@ -113,6 +113,15 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		a.fallback = FallbackSideCall
 		return a
 	}
+	switch {
+	case len(t.Messages) > h.cfg.RouteMessages:
+		// Routing grows faster than the history: a call this large goes
+		// out whole rather than stall its client and the session's writes.
+		a.fallback = FallbackTooLarge
+		return a
+	case r.Context().Err() != nil:
+		return a // the client left: nobody waits for a decision
+	}
 	if err := h.route(r, a); err != nil {
 		a.body, a.fallback, a.routed, a.plan = body, FallbackError, false, nil
 		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)

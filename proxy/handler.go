@@ -35,6 +35,7 @@ const (
 	FallbackThreshold = "threshold"
 	FallbackError     = "error"
 	FallbackSideCall  = "side-call"
+	FallbackTooLarge  = "too-large" // more messages than Config.RouteMessages
 )
 
 // Handler is the proxy: an http.Handler that rebuilds model calls' contexts

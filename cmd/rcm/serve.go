@@ -30,6 +30,7 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "shutdown-timeout", env: "RCM_SHUTDOWN_TIMEOUT", help: "longest wait for calls in flight on SIGINT/SIGTERM before their connections are closed; a second signal exits at once (default 10s)", set: durationOpt(&c.ShutdownTimeout)},
 		{flag: "router-model", env: "RCM_ROUTER_MODEL", help: "model the router asks when its cheap signals are not confident (default: none, cheap signals only)", set: stringOpt(&c.RouterModel)},
 		{flag: "router-base-url", env: "RCM_ROUTER_BASE_URL", help: "OpenAI-compatible API of the router's model (default https://api.openai.com/v1)", set: stringOpt(&c.RouterBaseURL)},
+		{flag: "route-messages", env: "RCM_ROUTE_MESSAGES", help: "most messages a call may hold to be routed; larger calls are forwarded whole with X-RCM-Fallback: too-large (default 10000)", set: intOpt(&c.RouteMessages)},
 		{flag: "context-tokens", env: "RCM_CONTEXT_TOKENS", help: "rcm mode: token budget of a routed context; above it older turns are condensed, then dropped (default 0: no budget)", set: intOpt(&c.ContextTokens)},
 		{flag: "memory-tokens", env: "RCM_MEMORY_TOKENS", help: "rcm mode: largest task state record message, in tokens (default 2000)", set: intOpt(&c.MemoryTokens)},
 		{flag: "memory-model", env: "RCM_MEMORY_MODEL", help: "rcm mode: model that summarises each task's progress after a turn, off the request path (default: none, deterministic records only)", set: stringOpt(&c.MemoryModel)},

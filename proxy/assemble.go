@@ -170,11 +170,13 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
+	answered := time.Now()
 	a.release(func() {
 		defer h.after.Done()
 		if !write {
 			return
 		}
+		defer func() { h.metrics.observeLag(time.Since(answered)) }()
 		defer func() {
 			if p := recover(); p != nil {
 				h.log.Error("store update panic", "session", a.session, "panic", p, "stack", string(debug.Stack()))

@@ -47,3 +47,27 @@ func TestNoRoutingForAGoneClient(t *testing.T) {
 		t.Fatalf("routed for a client that left: routed=%v fallback=%q", a.routed, a.fallback)
 	}
 }
+
+// TestStoreLagMetric: every recorded call adds one observation of the
+// store writer's lag to /rcm/metrics.
+func TestStoreLagMetric(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	body, hdr, path := load(t, "continue_request")
+	for i := 0; i < 3; i++ {
+		resp := post(t, srv.URL+path, body, hdr)
+		io.Copy(io.Discard, resp.Body)
+	}
+	h.after.Wait()
+	resp, err := http.Get(srv.URL + "/rcm/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if !bytes.Contains(got, []byte("rcm_store_lag_seconds_count 3\n")) || !bytes.Contains(got, []byte(`rcm_store_lag_seconds_bucket{le="+Inf"} 3`)) {
+		t.Fatalf("metrics:\n%s", got)
+	}
+	if q := h.metrics.lagQuantile(0.99); !(q > 0 && q <= 60) {
+		t.Fatalf("p99 bound %v", q)
+	}
+}

@@ -181,6 +181,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.done(r, a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
+	// The writes that follow may queue behind other sessions' (see
+	// pending): they do not need the forwarded bytes, so do not hold them.
+	a.body = nil
 }
 
 // splitMode strips a mode prefix (/native, /router, /rcm) from a /v1 path.

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,6 +40,7 @@ func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Resp
 		Rewrite:       func(pr *httputil.ProxyRequest) { h.rewrite(pr, path, body) },
 		Transport:     h.transport,
 		FlushInterval: -1,
+		BufferPool:    copyBuffers,
 		ErrorLog:      h.errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			e := classify(r.Context(), err)
@@ -59,6 +61,20 @@ func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Resp
 		},
 	}
 }
+
+// copyBuffers recycles ReverseProxy's 32 KB copy buffers across calls.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ sync.Pool }
+
+func (p *bufferPool) Get() []byte {
+	if b, ok := p.Pool.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 32<<10)
+}
+
+func (p *bufferPool) Put(b []byte) { p.Pool.Put(&b) }
 
 // rewrite builds the request to the model API: the client's method, path
 // below /v1, query and headers (less hop-by-hop ones, which ReverseProxy

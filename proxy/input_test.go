@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -104,7 +105,7 @@ func TestMalformedChunkedBodyIs400(t *testing.T) {
 	}
 }
 
-func compress(t *testing.T, enc string, b []byte) []byte {
+func compress(tb testing.TB, enc string, b []byte) []byte {
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	switch enc {
@@ -115,7 +116,7 @@ func compress(t *testing.T, enc string, b []byte) []byte {
 	case "zstd":
 		zw, err := zstd.NewWriter(&buf)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		w = zw
 	}
@@ -172,4 +173,47 @@ func TestCompressionBombs(t *testing.T) {
 	if len(rec.reqs) != 0 {
 		t.Errorf("upstream saw %d calls", len(rec.reqs))
 	}
+}
+
+// FuzzReadBody: any body under any supported encoding is read without a
+// panic, never past the limit, and a plain one as sent.
+func FuzzReadBody(f *testing.F) {
+	encs := []string{"", "gzip", "deflate", "zstd", "br"}
+	for i, enc := range encs[1:4] {
+		f.Add(uint8(i+1), compress(f, enc, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)))
+		f.Add(uint8(i+1), compress(f, enc, bytes.Repeat([]byte("a"), 1<<16)))
+	}
+	f.Add(uint8(0), []byte(`{"model":"m"}`))
+	const limit = 4096
+	f.Fuzz(func(t *testing.T, e uint8, data []byte) {
+		enc := encs[int(e)%len(encs)]
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(data))
+		if enc != "" {
+			r.Header.Set("Content-Encoding", enc)
+		}
+		body, err := readBody(httptest.NewRecorder(), r, limit)
+		if err == nil && len(body) > limit {
+			t.Fatalf("%s: %d bytes read past the limit", enc, len(body))
+		}
+		if enc == "" && len(data) <= limit && (err != nil || !bytes.Equal(body, data)) {
+			t.Fatalf("plain body changed: %v", err)
+		}
+	})
+}
+
+// FuzzRequestHeaders: what the threshold and session checks accept is what
+// they promise.
+func FuzzRequestHeaders(f *testing.F) {
+	for _, s := range []string{"0.5", "NaN", "0x1p-1", "1", "", "ses_01", strings.Repeat("a", 300), "a b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if th, err := parseThreshold(v); err == nil && !(th > 0 && th <= 1) {
+			t.Fatalf("threshold %q accepted as %v", v, th)
+		}
+		if err := checkSession(http.Header{"X-Session-Id": {v}}); err == nil &&
+			(v == "" || len(v) > MaxSessionID || strings.IndexFunc(v, badSessionRune) >= 0) {
+			t.Fatalf("session %q accepted", v)
+		}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -18,21 +17,14 @@ func serveConn(t *testing.T, cfg Config) net.Conn {
 	up := httptest.NewServer(&recorder{})
 	t.Cleanup(up.Close)
 	cfg.Upstream = up.URL + "/v1"
-	cfg.DB = filepath.Join(t.TempDir(), "rcm.db")
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _, _ := newHandler(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := h.Server()
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	t.Cleanup(func() { srv.Close() })
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,9 @@
 # Multi-stage build: a static rcm binary on a minimal base, run as non-root,
-# with its bbolt store on a volume.
+# with its bbolt store on a volume. It listens on all interfaces, so rcm
+# requires a token (README "Security") and refuses to start without one:
+#   docker run -e RCM_AUTH_TOKEN=$(openssl rand -hex 32) -p 127.0.0.1:8787:8787 rcm
+# Clients send it as X-RCM-Auth (proxied calls, when RCM_UPSTREAM_KEY is set)
+# or Authorization: Bearer (/rcm/...).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

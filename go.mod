@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/gorilla/websocket v1.5.3
+	github.com/klauspost/compress v1.20.4
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/tidwall/gjson v1.20.2
 	github.com/tidwall/sjson v1.2.9

@@ -118,6 +118,15 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		a.fallback = FallbackSideCall
 		return a
 	}
+	switch {
+	case len(t.Messages) > h.cfg.RouteMessages:
+		// Routing grows faster than the history: a call this large goes
+		// out whole rather than stall its client and the session's writes.
+		a.fallback = FallbackTooLarge
+		return a
+	case r.Context().Err() != nil:
+		return a // the client left: nobody waits for a decision
+	}
 	if err := h.route(r, a); err != nil {
 		a.body, a.fallback, a.routed, a.plan = body, FallbackError, false, nil
 		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
@@ -166,11 +175,13 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
+	answered := time.Now()
 	a.release(func() {
 		defer h.after.Done()
 		if !write {
 			return
 		}
+		defer func() { h.metrics.observeLag(time.Since(answered)) }()
 		defer func() {
 			if p := recover(); p != nil {
 				h.log.Error("store update panic", "session", a.session, "panic", p, "stack", string(debug.Stack()))

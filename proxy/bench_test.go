@@ -73,3 +73,34 @@ func BenchmarkDirect1MB(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// streamAnswer is a streamed answer of 500 small SSE events, as a model
+// sends one token at a time.
+func streamAnswer(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	for i := 0; i < 500; i++ {
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"tok "}}]}`+"\n\n")
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+}
+
+// BenchmarkNativeStream measures native mode on a small call whose answer
+// streams 500 events: the per-event path (split, flush) and the tee.
+func BenchmarkNativeStream(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(streamAnswer))
+	defer up.Close()
+	_, srv, _ := newHandler(b, Config{Upstream: up.URL + "/v1", Mode: Native})
+	body := capture.Body(b, "title_request")
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("X-Session-Id", "ses_bench")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

@@ -42,6 +42,11 @@ type Config struct {
 	// Secrets come only from the environment (RCM_UPSTREAM_KEY) or flags,
 	// never from a config file.
 	UpstreamKey string `json:"-"`
+	// AuthToken guards rcm (see README "Security"): /rcm/... needs it, and
+	// so do proxied calls when UpstreamKey is set. Required when Listen
+	// reaches beyond loopback; at least MinAuthToken characters. Secret:
+	// environment (RCM_AUTH_TOKEN) or flag, never a config file.
+	AuthToken string `json:"-"`
 	// Mode is used when a request names none. Default rcm.
 	Mode Mode `json:"mode"`
 	// Threshold is the router confidence below which the full history is
@@ -58,6 +63,16 @@ type Config struct {
 	HeaderTimeout time.Duration `json:"header_timeout"`
 	// DialTimeout bounds connecting to the upstream. Default 10 s.
 	DialTimeout time.Duration `json:"dial_timeout"`
+	// ReadHeaderTimeout bounds the wait for a client's request headers (a
+	// slow client holds no connection past it). Default 30 s.
+	ReadHeaderTimeout time.Duration `json:"read_header_timeout"`
+	// IdleTimeout closes a client's keep-alive connection idle this long.
+	// Default 2 minutes.
+	IdleTimeout time.Duration `json:"idle_timeout"`
+	// ShutdownTimeout bounds the wait for calls in flight on shutdown; past
+	// it their connections are closed (a second signal exits at once).
+	// Default 10 s.
+	ShutdownTimeout time.Duration `json:"shutdown_timeout"`
 
 	// RouterModel names the optional model classifier the router asks when
 	// its cheap signals are not confident; "" (default) disables it.
@@ -66,6 +81,12 @@ type Config struct {
 	// https://api.openai.com/v1); RouterAPIKey its key (environment only).
 	RouterBaseURL string `json:"router_base_url"`
 	RouterAPIKey  string `json:"-"`
+
+	// RouteMessages is the most messages a call may hold to be routed; a
+	// larger call is forwarded whole (X-RCM-Fallback: too-large), since
+	// routing time grows faster than the history (about 0.3 s for 10000
+	// short messages, 7 s for 100000). Default 10000.
+	RouteMessages int `json:"route_messages"`
 
 	// ContextTokens is the budget of a routed context in rcm mode: above
 	// it, older turns of the task are condensed (long tool outputs cut),
@@ -84,13 +105,17 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultListen        = "127.0.0.1:8787"
-	DefaultUpstream      = "https://api.openai.com/v1"
-	DefaultThreshold     = 0.8
-	DefaultMaxBody       = 32 << 20
-	DefaultHeaderTimeout = 10 * time.Minute
-	DefaultDialTimeout   = 10 * time.Second
-	DefaultMemoryTokens  = 2000
+	DefaultListen            = "127.0.0.1:8787"
+	DefaultUpstream          = "https://api.openai.com/v1"
+	DefaultThreshold         = 0.8
+	DefaultMaxBody           = 32 << 20
+	DefaultHeaderTimeout     = 10 * time.Minute
+	DefaultDialTimeout       = 10 * time.Second
+	DefaultReadHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultMemoryTokens      = 2000
+	DefaultRouteMessages     = 10000
 )
 
 // Validate fills zero fields with their defaults and reports the first
@@ -101,6 +126,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen %q: %w", c.Listen, err)
+	}
+	if err := checkExposure(c.Listen, c.AuthToken); err != nil {
+		return err
 	}
 	if c.Upstream == "" {
 		c.Upstream = DefaultUpstream
@@ -122,7 +150,7 @@ func (c *Config) Validate() error {
 	if c.Threshold == 0 {
 		c.Threshold = DefaultThreshold
 	}
-	if c.Threshold < 0 || c.Threshold > 1 {
+	if !(c.Threshold > 0 && c.Threshold <= 1) { // NaN too
 		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
 	}
 	if c.DB == "" {
@@ -142,8 +170,23 @@ func (c *Config) Validate() error {
 	if c.DialTimeout == 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}
-	if c.HeaderTimeout < 0 || c.DialTimeout < 0 {
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.HeaderTimeout < 0 || c.DialTimeout < 0 || c.ReadHeaderTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("timeouts must be positive")
+	}
+	if c.RouteMessages == 0 {
+		c.RouteMessages = DefaultRouteMessages
+	}
+	if c.RouteMessages < 0 {
+		return errors.New("route-messages must be positive")
 	}
 	if c.MemoryTokens == 0 {
 		c.MemoryTokens = DefaultMemoryTokens

@@ -2,12 +2,15 @@
 // model API and rebuilds every model call's context.
 //
 // It owns the request pipeline (Handler.ServeHTTP → assemble → forward →
-// done): reading the body within --max-body, picking the mode (path prefix,
+// done): access checks (auth.go), reading the body within --max-body and
+// decoding a compressed one (input.go), picking the mode (path prefix,
 // X-RCM-Mode, --mode) and threshold, naming the session, parsing the body
 // through package transcript, routing it through package router, adding
 // the task's record and fitting the budget (rcm mode, packages memory and
 // compaction), splicing the kept messages back into the original bytes,
-// forwarding upstream, streaming the answer back one SSE event at a time,
+// forwarding upstream through httputil.ReverseProxy (which aborts the
+// client's response when the upstream breaks off mid-answer), streaming the
+// answer back one SSE event at a time,
 // and, after the answer, writing what the call taught rcm to the store in
 // one transaction. It also owns the upstream client, the WebSocket relay,
 // the error mapping (502 upstream unreachable, 504 timeout, 499 client gone,
@@ -18,8 +21,11 @@
 // Caveats:
 //   - It fails open: any internal error (parse, store, router, compaction,
 //     even a panic) forwards the client's bytes unchanged with
-//     X-RCM-Fallback: error. Only rcm's own input checks (413, 400 for a
-//     bad X-RCM-Mode or X-RCM-Threshold) answer the client directly.
+//     X-RCM-Fallback: error. Only rcm's own checks answer the client
+//     directly: 401/403 (access), 413, 415 and 400 (a bad X-RCM-Mode,
+//     X-RCM-Threshold, session id or an unreadable body).
+//   - Routing is skipped for calls above Config.RouteMessages (too-large)
+//     and for clients already gone: the router itself does not watch ctx.
 //   - It never parses JSON by hand: bodies are read through transcript.
 //   - Store writes happen after the answer, off the request path, but a
 //     session's next call waits (at most 2 s) for its previous call's

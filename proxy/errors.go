@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 )
@@ -40,6 +41,24 @@ func classify(ctx context.Context, err error) *Error {
 	return &Error{http.StatusBadGateway, "upstream_unreachable", err}
 }
 
+// bodyError maps a failure to read the client's body: 413 past --max-body
+// (on the wire or decoded), 415 for an encoding rcm does not decode, 499
+// when the client left, 400 for anything else (a malformed chunked body, a
+// corrupt gzip stream): the client's fault, not the upstream's.
+func bodyError(ctx context.Context, err error) *Error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &Error{http.StatusRequestEntityTooLarge, "body_too_large",
+			fmt.Errorf("request body exceeds %d bytes (raise --max-body)", tooBig.Limit)}
+	case errors.Is(err, errEncoding):
+		return &Error{http.StatusUnsupportedMediaType, "unsupported_encoding", err}
+	case ctx.Err() != nil:
+		return classify(ctx, err)
+	}
+	return &Error{http.StatusBadRequest, "bad_body", fmt.Errorf("read request body: %w", err)}
+}
+
 // writeError answers the client with e in the OpenAI error shape.
 func writeError(w http.ResponseWriter, e *Error) {
 	if e.Status == StatusClientClosed {
@@ -51,6 +70,9 @@ func writeError(w http.ResponseWriter, e *Error) {
 		"code":    e.Code,
 		"param":   nil,
 	}})
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rcm"`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	w.Write(body)

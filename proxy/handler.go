@@ -1,15 +1,13 @@
 package proxy
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,19 +36,21 @@ const (
 	FallbackThreshold = "threshold"
 	FallbackError     = "error"
 	FallbackSideCall  = "side-call"
+	FallbackTooLarge  = "too-large" // more messages than Config.RouteMessages
 )
 
 // Handler is the proxy: an http.Handler that rebuilds model calls' contexts
 // and forwards them to the upstream model API.
 type Handler struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
-	store  *memory.Store
-	router *router.Router
-	admin  http.Handler // the inspector under /rcm/
-	// upgrader relays WebSocket upgrades (Responses API WebSocket mode).
-	upgrader http.Handler
+	cfg       Config
+	target    *url.URL // cfg.Upstream
+	transport *http.Transport
+	log       *slog.Logger
+	errLog    *log.Logger // ReverseProxy's own messages, into log
+	token     []byte      // SHA-256 of cfg.AuthToken; nil without one
+	store     *memory.Store
+	router    *router.Router
+	admin     http.Handler // the inspector under /rcm/
 	// summarizer is the optional memory model (nil without --memory-model).
 	summarizer *memory.Summarizer
 
@@ -68,9 +68,13 @@ type Handler struct {
 
 // New returns a Handler for cfg, which must have passed Validate. It opens
 // the store at cfg.DB; Close closes it.
-func New(cfg Config, log *slog.Logger) (*Handler, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(cfg Config, logger *slog.Logger) (*Handler, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	target, err := url.Parse(cfg.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
 	}
 	rt, err := router.New(router.Config{
 		Threshold: cfg.Threshold,
@@ -93,21 +97,21 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		cfg:    cfg,
-		client: &http.Client{Transport: newTransport(&cfg), CheckRedirect: noRedirect},
-		log:    log,
-		store:  store,
-		router: rt,
+		cfg:       cfg,
+		target:    target,
+		transport: newTransport(&cfg),
+		log:       logger,
+		errLog:    slog.NewLogLogger(logger.Handler(), slog.LevelInfo),
+		store:     store,
+		router:    rt,
 
 		summarizer: sum,
 	}
-	h.admin = h.inspector()
-	target, err := url.Parse(cfg.Upstream)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
+	if cfg.AuthToken != "" {
+		sum := sha256.Sum256([]byte(cfg.AuthToken))
+		h.token = sum[:]
 	}
-	h.upgrader = h.newUpgrader(target)
+	h.admin = h.inspector()
 	return h, nil
 }
 
@@ -123,16 +127,25 @@ func (h *Handler) Close() error {
 // a graceful shutdown until its timeout (http.Server.RegisterOnShutdown).
 func (h *Handler) EndStreams() { h.feed.Close() }
 
-func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
 	case !ok && strings.HasPrefix(r.URL.Path, "/rcm/"):
+		if e := h.guard(r, true); e != nil {
+			writeError(w, e)
+			return
+		}
+		if h.token != nil && login(w, r) {
+			return
+		}
 		h.admin.ServeHTTP(w, r)
 		return
 	case !ok:
 		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no route %s: model calls go to /v1/... (or /native/v1, /router/v1, /rcm/v1)", r.URL.Path)})
+		return
+	}
+	if e := h.guard(r, false); e != nil {
+		writeError(w, e)
 		return
 	}
 	if mode == "" {
@@ -147,17 +160,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	threshold := h.cfg.Threshold
-	if v := r.Header.Get(HeaderThreshold); v != "" {
-		t, err := strconv.ParseFloat(v, 64)
-		if err != nil || t <= 0 || t > 1 {
-			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: want a number in (0, 1]", HeaderThreshold, v)})
+	if vs, ok := r.Header[http.CanonicalHeaderKey(HeaderThreshold)]; ok {
+		t, err := parseThreshold(strings.Join(vs, ","))
+		if err != nil {
+			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", err})
 			return
 		}
 		threshold = t
 	}
+	if err := checkSession(r.Header); err != nil {
+		writeError(w, &Error{http.StatusBadRequest, "bad_session", err})
+		return
+	}
 	w.Header().Set(HeaderMode, string(mode))
 	if isUpgrade(r) {
-		h.upgrader.ServeHTTP(w, r)
+		// WebSocket traffic is relayed as it comes, never rebuilt.
+		h.forward(w, r, path, nil, nil)
 		return
 	}
 	format, call := transcript.FormatOf(path)
@@ -167,31 +185,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(w, r, h.cfg.MaxBody)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, &Error{http.StatusRequestEntityTooLarge, "body_too_large",
-				fmt.Errorf("request body exceeds %d bytes (raise --max-body)", h.cfg.MaxBody)})
-			return
-		}
-		writeError(w, classify(r.Context(), fmt.Errorf("read request body: %w", err)))
+		writeError(w, bodyError(r.Context(), err))
 		return
 	}
 	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
+	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
+	// accounted for too.
+	defer h.done(r, a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
-	h.done(r, a)
-}
-
-// readBody reads the request body, at most max bytes, in one allocation
-// when the client declared its length.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= max {
-		buf.Grow(int(n) + 1) // +1: ReadFrom's final read finds room and sees EOF
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
-	return buf.Bytes(), err
+	// The writes that follow may queue behind other sessions' (see
+	// pending): they do not need the forwarded bytes, so do not hold them.
+	a.body = nil
 }
 
 // splitMode strips a mode prefix (/native, /router, /rcm) from a /v1 path.
@@ -207,47 +213,29 @@ func splitMode(p string) (mode Mode, path string, ok bool) {
 }
 
 // forward sends the request upstream (body, or the client's own body when
-// nil) and streams the answer back. a, when not nil, observes the response.
+// nil) and streams the answer back. a, when not nil, observes the answer;
+// it is complete only when the upstream sent it to its end and the client
+// took it all (otherwise ReverseProxy aborts the response by panicking with
+// http.ErrAbortHandler, and the caller's deferred done sees it incomplete).
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, body []byte, a *assembly) {
-	ctx := r.Context()
+	if a == nil {
+		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
-	req, err := h.upstreamRequest(ctx, r, path, body)
-	if err != nil {
-		writeError(w, classify(ctx, err))
-		return
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		e := classify(ctx, err)
-		h.log.Warn("upstream request failed", "path", path, "status", e.Status, "err", err)
-		writeError(w, e)
-		return
-	}
-	defer resp.Body.Close()
-	copyHeaders(w.Header(), resp.Header)
-	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	if a != nil {
-		a.sse = sse
-	}
-	if sse {
-		w.Header().Set("X-Accel-Buffering", "no")
-	}
-	w.WriteHeader(resp.StatusCode)
-	var tee io.Writer
-	if a != nil && a.mode == RCM {
-		// Only rcm mode learns from answers (task records, summaries).
-		tee = a.response()
-	}
-	n, err := copyResponse(w, resp.Body, tee, sse)
-	if err != nil {
-		// Headers are gone: nothing to answer; the client either left (its
-		// context cancels the upstream read) or the upstream broke off.
-		h.log.Info("response copy stopped", "path", path, "bytes", n, "status", classify(ctx, err).Status, "err", err)
-		return
-	}
-	if a != nil {
-		a.latency = time.Since(start)
+	var answer *observed
+	h.reverseProxy(path, body, func(resp *http.Response) {
 		a.status = resp.StatusCode
+		a.sse = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		answer = &observed{src: resp.Body}
+		if a.mode == RCM {
+			// Only rcm mode learns from answers (task records, summaries).
+			answer.tee = a.response()
+		}
+		resp.Body = answer
+	}).ServeHTTP(w, r)
+	if answer != nil && answer.eof {
+		a.latency = time.Since(start)
 		a.complete = true
 	}
 }

@@ -3,10 +3,12 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // metrics are rcm's counters, served at /rcm/metrics in the Prometheus text
@@ -15,6 +17,47 @@ type metrics struct {
 	mu       sync.Mutex
 	counters map[string]float64 // series ("name{labels}") -> value
 	help     map[string]string  // metric name -> help text
+	lag      histogram          // rcm_store_lag_seconds
+}
+
+// lagBuckets are the upper bounds, in seconds, of rcm_store_lag_seconds.
+var lagBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// histogram counts observations in lagBuckets (the last count is +Inf).
+type histogram struct {
+	counts [16]uint64
+	sum    float64
+	n      uint64
+}
+
+// observeLag counts the time from a call's answer to its store write: how
+// far the session's writer runs behind the traffic.
+func (m *metrics) observeLag(d time.Duration) {
+	s := d.Seconds()
+	i := sort.SearchFloat64s(lagBuckets, s)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lag.counts[i]++
+	m.lag.sum += s
+	m.lag.n++
+}
+
+// lagQuantile returns the upper bound of the bucket holding the q-quantile
+// of the store lag (+Inf past the last bucket, 0 with no observation).
+func (m *metrics) lagQuantile(q float64) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var seen uint64
+	for i, c := range m.lag.counts {
+		seen += c
+		if m.lag.n > 0 && float64(seen) >= q*float64(m.lag.n) {
+			if i == len(lagBuckets) {
+				return math.Inf(1)
+			}
+			return lagBuckets[i]
+		}
+	}
+	return 0
 }
 
 func (m *metrics) add(name, help string, v float64, labels ...string) {
@@ -87,6 +130,18 @@ func (m *metrics) write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s %g\n", s, m.counters[s])
 	}
+	const lag = "rcm_store_lag_seconds"
+	fmt.Fprintf(w, "# HELP %s Time from a call's answer to its store write committed.\n# TYPE %s histogram\n", lag, lag)
+	var cum uint64
+	for i, c := range m.lag.counts {
+		cum += c
+		le := "+Inf"
+		if i < len(lagBuckets) {
+			le = fmt.Sprint(lagBuckets[i])
+		}
+		fmt.Fprintf(w, "%s_bucket{le=%q} %d\n", lag, le, cum)
+	}
+	fmt.Fprintf(w, "%s_sum %g\n%s_count %d\n", lag, m.lag.sum, lag, m.lag.n)
 }
 
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {

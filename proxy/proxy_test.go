@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -458,6 +459,7 @@ func TestConfigValidate(t *testing.T) {
 		{Upstream: "::"},
 		{Mode: "fast"},
 		{Threshold: 1.5},
+		{Threshold: math.NaN()},
 		{MaxBody: -1},
 	}
 	for _, c := range bad {
@@ -549,7 +551,7 @@ func TestDisconnectLeaksNothing(t *testing.T) {
 	}
 	settle := func() int {
 		client.CloseIdleConnections()
-		h.client.CloseIdleConnections()
+		h.transport.CloseIdleConnections()
 		h.after.Wait()
 		time.Sleep(50 * time.Millisecond)
 		return runtime.NumGoroutine()

@@ -11,10 +11,13 @@ import (
 // sessionID names the conversation a request belongs to: X-RCM-Session
 // (the client's override), else OpenCode's x-session-id or
 // x-session-affinity, else an id derived from the conversation's first
-// messages, which stay put while the session grows. It returns "" when
+// messages, which stay put while the session grows, and from the client's
+// credential (Authorization, x-api-key), so that two clients who open with
+// the same words never share a derived session. The credential enters only
+// the SHA-256 the id is cut from; it is never stored. It returns "" when
 // nothing identifies the request.
 func sessionID(h http.Header, t *transcript.Transcript) string {
-	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity"} {
+	for _, name := range sessionHeaders {
 		if v := h.Get(name); v != "" {
 			return v
 		}
@@ -23,6 +26,10 @@ func sessionID(h http.Header, t *transcript.Transcript) string {
 		return ""
 	}
 	sum := sha256.New()
+	for _, name := range []string{"Authorization", "X-Api-Key"} {
+		sum.Write([]byte(h.Get(name)))
+		sum.Write([]byte{0})
+	}
 	for i := 0; i < t.Preamble; i++ {
 		sum.Write([]byte(t.Messages[i].Text()))
 		sum.Write([]byte{0})

@@ -2,13 +2,13 @@ package proxy
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -29,60 +29,84 @@ func newTransport(cfg *Config) *http.Transport {
 	}
 }
 
-// Hop-by-hop headers (RFC 9110 7.6.1) are the connection's, not the
-// message's: they are never forwarded in either direction.
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+// reverseProxy forwards one request with httputil.ReverseProxy, which owns
+// hop-by-hop headers, trailers, 1xx responses, upgrades and, once headers
+// are sent, aborting the client's response (http.ErrAbortHandler) when the
+// upstream breaks off, so that the harness sees the failure. body, when
+// not nil, replaces the client's body; observe, when not nil, sees the
+// answer before its headers go out.
+func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Response)) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { h.rewrite(pr, path, body) },
+		Transport:     h.transport,
+		FlushInterval: -1,
+		BufferPool:    copyBuffers,
+		ErrorLog:      h.errLog,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			e := classify(r.Context(), err)
+			h.log.Warn("upstream request failed", "path", path, "status", e.Status, "err", err)
+			writeError(w, e)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			dropRCMHeaders(resp.Header) // rcm's own X-RCM-* answer headers win
+			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+			if observe != nil {
+				observe(resp)
+			}
+			if sse {
+				resp.Header.Set("X-Accel-Buffering", "no")
+				resp.Body = &events{src: resp.Body}
+			}
+			return nil
+		},
+	}
 }
 
-func removeHopHeaders(h http.Header) {
-	for _, f := range h.Values("Connection") {
-		for _, name := range strings.Split(f, ",") {
-			h.Del(strings.TrimSpace(name))
-		}
+// copyBuffers recycles ReverseProxy's 32 KB copy buffers across calls.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ sync.Pool }
+
+func (p *bufferPool) Get() []byte {
+	if b, ok := p.Pool.Get().(*[]byte); ok {
+		return *b
 	}
-	for _, name := range hopHeaders {
-		h.Del(name)
-	}
+	return make([]byte, 32<<10)
 }
 
-// upstreamRequest builds the request to the model API: the client's method,
-// path below /v1, query and headers (less hop-by-hop, rcm's own and
-// Accept-Encoding, so that the transport negotiates and decodes gzip for the
-// tee), with body as the payload. The client's credentials pass through;
-// the configured key is added only when the client sent none.
-func (h *Handler) upstreamRequest(ctx context.Context, r *http.Request, path string, body []byte) (*http.Request, error) {
-	target := h.cfg.Upstream + strings.TrimPrefix(path, "/v1")
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
-	}
-	var rd io.Reader = http.NoBody
+func (p *bufferPool) Put(b []byte) { p.Pool.Put(&b) }
+
+// rewrite builds the request to the model API: the client's method, path
+// below /v1, query and headers (less hop-by-hop ones, which ReverseProxy
+// drops, rcm's own and Accept-Encoding, so that the transport negotiates
+// and decodes gzip for the tee), with body (plain: readBody decoded any
+// Content-Encoding) as the payload when not nil.
+// The client's credentials pass through; the configured key is added only
+// when the client sent none.
+func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
+	pr.SetURL(h.target)
+	pr.Out.URL.Path = strings.TrimRight(h.target.Path, "/") + strings.TrimPrefix(path, "/v1")
+	pr.Out.URL.RawPath = ""
+	pr.Out.Host = h.target.Host
+	dropRCMHeaders(pr.Out.Header)
+	pr.Out.Header.Del("Accept-Encoding")
 	if body != nil {
-		rd = bytes.NewReader(body)
-	} else if r.Body != nil && r.ContentLength != 0 {
-		rd = r.Body
+		pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		pr.Out.ContentLength = int64(len(body))
+		pr.Out.Header.Del("Content-Length")
+		pr.Out.Header.Del("Content-Encoding") // readBody decoded it
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, target, rd)
-	if err != nil {
-		return nil, fmt.Errorf("build upstream request: %w", err)
-	}
-	out.Header = r.Header.Clone()
-	removeHopHeaders(out.Header)
-	for name := range out.Header {
+	h.setCredentials(pr.Out.Header, path)
+}
+
+// dropRCMHeaders removes rcm's own headers (X-RCM-*): they never cross rcm.
+func dropRCMHeaders(hdr http.Header) {
+	for name := range hdr {
 		if strings.HasPrefix(strings.ToLower(name), "x-rcm-") {
-			out.Header.Del(name)
+			hdr.Del(name)
 		}
 	}
-	out.Header.Del("Accept-Encoding")
-	out.Header.Del("Content-Length")
-	if body != nil {
-		out.ContentLength = int64(len(body))
-	} else {
-		out.ContentLength = r.ContentLength
-	}
-	h.setCredentials(out.Header, path)
-	return out, nil
 }
 
 // setCredentials adds the configured key when the client sent none: as
@@ -96,14 +120,6 @@ func (h *Handler) setCredentials(hdr http.Header, path string) {
 	} else {
 		hdr.Set("Authorization", "Bearer "+h.cfg.UpstreamKey)
 	}
-}
-
-// copyHeaders writes the upstream's response headers to the client's.
-func copyHeaders(dst, src http.Header) {
-	for name, vs := range src {
-		dst[name] = append([]string(nil), vs...)
-	}
-	removeHopHeaders(dst)
 }
 
 func setInt(h http.Header, name string, v int) { h.Set(name, strconv.Itoa(v)) }

@@ -145,6 +145,9 @@ func fetch(u string) (body []byte, next string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("inspect: %w", err)
 	}
+	if t := os.Getenv("RCM_AUTH_TOKEN"); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, "", fmt.Errorf("inspect: is rcm serving there? %w", err)

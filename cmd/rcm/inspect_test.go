@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -162,5 +163,31 @@ func TestInspectArgs(t *testing.T) {
 	out, err := command("inspect", "--addr", "ftp://x").CombinedOutput()
 	if err == nil || !bytes.Contains(out, []byte("want host:port")) {
 		t.Fatalf("bad --addr: %v\n%s", err, out)
+	}
+}
+
+// TestInspectSendsAuthToken: against an rcm with --auth-token, `rcm
+// inspect` is refused without RCM_AUTH_TOKEN and served with it.
+func TestInspectSendsAuthToken(t *testing.T) {
+	const token = "inspect-token-0123456789"
+	cfg := proxy.Config{Upstream: "http://127.0.0.1:9/v1", DB: filepath.Join(t.TempDir(), "rcm.db"), AuthToken: token}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := proxy.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer func() { srv.Close(); h.Close() }()
+	cmd := command("inspect", "--addr", srv.URL)
+	cmd.Env = append(cmd.Env, "RCM_AUTH_TOKEN=")
+	if out, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(out, []byte("auth token")) {
+		t.Fatalf("without the token: %v\n%s", err, out)
+	}
+	cmd = command("inspect", "--addr", srv.URL)
+	cmd.Env = append(cmd.Env, "RCM_AUTH_TOKEN="+token)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("with the token: %v\n%s", err, out)
 	}
 }

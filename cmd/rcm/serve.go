@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rcm-dev/rcm/proxy"
 )
@@ -20,14 +18,19 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "listen", env: "RCM_LISTEN", help: "address to serve on (default " + proxy.DefaultListen + ")", set: stringOpt(&c.Listen)},
 		{flag: "upstream", env: "RCM_UPSTREAM", help: "model API base URL, up to /v1 (default " + proxy.DefaultUpstream + ")", set: stringOpt(&c.Upstream)},
 		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "API key sent upstream only when the client sends no Authorization or x-api-key; prefer the environment variable (a flag shows in process lists)", set: stringOpt(&c.UpstreamKey), secret: true},
+		{flag: "auth-token", env: "RCM_AUTH_TOKEN", help: "token rcm requires on /rcm/... (Authorization: Bearer or X-RCM-Auth) and, with --upstream-key, on proxied calls (X-RCM-Auth); required to listen beyond loopback; prefer the environment variable", set: stringOpt(&c.AuthToken), secret: true},
 		{flag: "mode", env: "RCM_MODE", help: "default mode: native, router or rcm (default rcm); per request: X-RCM-Mode or a /native|/router|/rcm path prefix", set: func(s string) error { c.Mode = proxy.Mode(s); return nil }},
 		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept (default 0.8); per request: X-RCM-Threshold", set: floatOpt(&c.Threshold)},
 		{flag: "db", env: "RCM_DB", help: "bbolt store file (default: rcm/rcm.db under the user's data directory)", set: stringOpt(&c.DB)},
 		{flag: "max-body", env: "RCM_MAX_BODY", help: "largest request body in bytes; larger ones get 413 (default 33554432, 32 MiB)", set: intOpt(&c.MaxBody)},
 		{flag: "header-timeout", env: "RCM_HEADER_TIMEOUT", help: "longest wait for the upstream's response headers before 504 (default 10m)", set: durationOpt(&c.HeaderTimeout)},
 		{flag: "dial-timeout", env: "RCM_DIAL_TIMEOUT", help: "longest wait to connect to the upstream before 502 (default 10s)", set: durationOpt(&c.DialTimeout)},
+		{flag: "read-header-timeout", env: "RCM_READ_HEADER_TIMEOUT", help: "longest wait for a client's request headers (default 30s)", set: durationOpt(&c.ReadHeaderTimeout)},
+		{flag: "idle-timeout", env: "RCM_IDLE_TIMEOUT", help: "closes a client's keep-alive connection idle this long (default 2m)", set: durationOpt(&c.IdleTimeout)},
+		{flag: "shutdown-timeout", env: "RCM_SHUTDOWN_TIMEOUT", help: "longest wait for calls in flight on SIGINT/SIGTERM before their connections are closed; a second signal exits at once (default 10s)", set: durationOpt(&c.ShutdownTimeout)},
 		{flag: "router-model", env: "RCM_ROUTER_MODEL", help: "model the router asks when its cheap signals are not confident (default: none, cheap signals only)", set: stringOpt(&c.RouterModel)},
 		{flag: "router-base-url", env: "RCM_ROUTER_BASE_URL", help: "OpenAI-compatible API of the router's model (default https://api.openai.com/v1)", set: stringOpt(&c.RouterBaseURL)},
+		{flag: "route-messages", env: "RCM_ROUTE_MESSAGES", help: "most messages a call may hold to be routed; larger calls are forwarded whole with X-RCM-Fallback: too-large (default 10000)", set: intOpt(&c.RouteMessages)},
 		{flag: "context-tokens", env: "RCM_CONTEXT_TOKENS", help: "rcm mode: token budget of a routed context; above it older turns are condensed, then dropped (default 0: no budget)", set: intOpt(&c.ContextTokens)},
 		{flag: "memory-tokens", env: "RCM_MEMORY_TOKENS", help: "rcm mode: largest task state record message, in tokens (default 2000)", set: intOpt(&c.MemoryTokens)},
 		{flag: "memory-model", env: "RCM_MEMORY_MODEL", help: "rcm mode: model that summarises each task's progress after a turn, off the request path (default: none, deterministic records only)", set: stringOpt(&c.MemoryModel)},
@@ -60,7 +63,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	srv := h.Server()
 	srv.RegisterOnShutdown(h.EndStreams)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -72,11 +75,26 @@ func serve(args []string) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A second signal exits at once; the store's last transaction is either
+	// committed or not (bbolt), never torn.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	stop()
+	go func() {
+		<-again
+		log.Warn("second signal: exiting now")
+		os.Exit(1)
+	}()
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shutdown: %w", err)
+	if err := srv.Shutdown(shutdown); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		// Calls still streaming are cut: their clients see an error.
+		log.Warn("shutdown timeout: closing connections still open")
+		srv.Close()
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,24 +43,7 @@ var listening = regexp.MustCompile(`listen=(\S+)`)
 // it down cleanly with the store closed.
 func TestServeLifecycle(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "rcm.db")
-	cmd := command("serve", "--listen", "127.0.0.1:0", "--db", db, "--upstream", "http://127.0.0.1:9/v1")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var addr string
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("serve did not report its address")
-	}
-	go io.Copy(io.Discard, stderr)
+	cmd, addr := startServe(t, "--db", db, "--upstream", "http://127.0.0.1:9/v1")
 	resp, err := http.Get("http://" + addr + "/rcm/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
@@ -72,15 +57,8 @@ func TestServeLifecycle(t *testing.T) {
 	}
 
 	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop on SIGTERM")
+	if err := exited(cmd); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	st, err := memory.Open(db, memory.Options{})
 	if err != nil {
@@ -93,5 +71,101 @@ func TestVersion(t *testing.T) {
 	out, err := command("version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "rcm ") {
 		t.Fatalf("%s %v", out, err)
+	}
+}
+
+// startServe runs `rcm serve` on a free loopback port with args and
+// returns the process and its address.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := command(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var addr string
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("serve did not report its address")
+	}
+	go io.Copy(io.Discard, stderr)
+	return cmd, addr
+}
+
+// exited waits for cmd to exit (at most 20 s) and returns its error.
+func exited(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		return errors.New("still running 20 s after the signal")
+	}
+}
+
+// streaming starts a call through addr whose upstream streams
+// until the test ends, and returns once its first event arrived.
+func streaming(t *testing.T, addr string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/native/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
+	req.Header.Set("X-RCM-Session", "ses_stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	return resp
+}
+
+func foreverStream(t *testing.T) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// TestShutdownIsBounded: a call still streaming does not hold the process
+// past --shutdown-timeout; its client sees the cut.
+func TestShutdownIsBounded(t *testing.T) {
+	up := foreverStream(t)
+	cmd, addr := startServe(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "300ms")
+	resp := streaming(t, addr)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := exited(cmd); err != nil {
+		t.Fatalf("exit after SIGTERM with a call streaming: %v", err)
+	}
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("the cut stream ended cleanly for its client")
+	}
+}
+
+// TestSecondSignalExitsAtOnce: during a long shutdown a second signal ends
+// the process without waiting.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	up := foreverStream(t)
+	cmd, addr := startServe(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "1h")
+	streaming(t, addr)
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(200 * time.Millisecond) // the first signal starts the shutdown
+	cmd.Process.Signal(syscall.SIGINT)
+	err := exited(cmd)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("after a second signal: %v, want exit status 1", err)
 	}
 }

@@ -1,0 +1,135 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"testing"
+)
+
+// TestCutStreamAbortsClient: an upstream that drops a chunked SSE stream
+// mid-chunk reaches the client as a broken response, not a clean 200, and
+// the cut answer is not recorded as a completed call.
+func TestCutStreamAbortsClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+					"f\r\ndata: {\"n\":1}\n\n\r\n"+
+					"40\r\ndata: {\"trunc")
+			}()
+		}
+	}()
+	h, srv, _ := newHandler(t, Config{Upstream: "http://" + ln.Addr().String() + "/v1"})
+	body, hdr, path := load(t, "continue_request")
+	hdr.Set("X-RCM-Session", "ses_cut")
+	resp := post(t, srv.URL+path, body, hdr)
+	got, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("client read a clean %d answer %q; want an error", resp.StatusCode, got)
+	}
+	h.after.Wait()
+	if _, ok, err := h.store.Session("ses_cut"); ok || err != nil {
+		t.Fatalf("a cut answer was recorded as a completed call (err %v)", err)
+	}
+}
+
+// TestTrailersAndInformationalPass: 1xx responses (103 Early Hints) and
+// trailers reach the client.
+func TestTrailersAndInformationalPass(t *testing.T) {
+	rec := &recorder{answer: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</x>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Trailer", "X-Usage")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"choices":[]}`)
+		w.Header().Set("X-Usage", "42")
+	}}
+	srv, _ := setup(t, rec, nil)
+	body, hdr, path := load(t, "continue_request")
+	var early []int
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if h.Get("Link") != "" {
+				early = append(early, code)
+			}
+			return nil
+		},
+	})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, bytes.NewReader(body))
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if len(early) != 1 || early[0] != http.StatusEarlyHints {
+		t.Errorf("1xx seen %v, want [103] with its Link", early)
+	}
+	if resp.Trailer.Get("X-Usage") != "42" {
+		t.Errorf("trailer %v, want X-Usage: 42", resp.Trailer)
+	}
+}
+
+// TestEventsSplitsReads: a read holding several SSE events is handed on one
+// event at a time (each is flushed on its own); the tail and the source's
+// error follow.
+func TestEventsSplitsReads(t *testing.T) {
+	e := &events{src: io.NopCloser(&oneRead{b: "data: 1\n\ndata: 2\r\n\r\ndata: 3"})}
+	var got []string
+	buf := make([]byte, 64)
+	for {
+		n, err := e.Read(buf)
+		if n > 0 {
+			got = append(got, string(buf[:n]))
+		}
+		if err != nil {
+			if err != io.ErrUnexpectedEOF {
+				t.Fatalf("error %v, want the source's", err)
+			}
+			break
+		}
+	}
+	want := []string{"data: 1\n\n", "data: 2\r\n\r\n", "data: 3"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("reads %q, want %q", got, want)
+	}
+}
+
+// oneRead returns b and an error in a single Read.
+type oneRead struct{ b string }
+
+func (o *oneRead) Read(p []byte) (int, error) {
+	if o.b == "" {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := copy(p, o.b)
+	o.b = o.b[n:]
+	return n, io.ErrUnexpectedEOF
+}

@@ -20,6 +20,11 @@ const MaxReplyCalls = 128
 // only when nothing does. A body that is plainly of the other kind than sse
 // says is read as what it is.
 func ParseReply(body []byte, sse bool) (Message, bool) {
+	return OpenAIChat.ParseReply(body, sse)
+}
+
+// chatReply is ParseReply's reading of a chat-completions answer.
+func chatReply(body []byte, sse bool, m *Message) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	switch {
 	case bytes.HasPrefix(trimmed, []byte("{")):
@@ -28,13 +33,11 @@ func ParseReply(body []byte, sse bool) (Message, bool) {
 		bytes.HasPrefix(trimmed, []byte(":")):
 		sse = true
 	}
-	m := Message{Role: "assistant"}
 	if sse {
-		parseStream(body, &m)
+		parseStream(body, m)
 	} else {
-		parseCompletion(body, &m)
+		parseCompletion(body, m)
 	}
-	return m, m.text != "" || len(m.ToolCalls) > 0
 }
 
 // parseCompletion reads choices[0].message of a chat.completion object.

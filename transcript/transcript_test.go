@@ -53,6 +53,9 @@ func summary(tr *Transcript) string {
 		if m.ToolCallID != "" {
 			fmt.Fprintf(&b, " result-of=%s", m.ToolCallID)
 		}
+		for _, r := range m.Results {
+			fmt.Fprintf(&b, " result-of=%s(%s)", r.ID, clip(r.Text(), 30))
+		}
 		b.WriteByte('\n')
 	}
 	fps := tr.Fingerprints()
@@ -215,7 +218,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestUnsupportedFormats(t *testing.T) {
-	for _, name := range []string{"anthropic_messages_request", "responses_api_request"} {
+	for _, name := range []string{"responses_api_request"} {
 		body, h, path := load(t, name)
 		f, ok := FormatOf(path)
 		if !ok {

@@ -201,7 +201,7 @@ func TestMessagesCapturesAllModes(t *testing.T) {
 func claudeBody(t *testing.T, requests, dirs []string) []byte {
 	t.Helper()
 	body := capture.LoadIn(t, capture.ClaudeCodeDir(), "first_agent_request").Body
-	q := func(s string) string { b, _ := sjson.Set("", "x", s); return gjson.Get(b, "x").Raw }
+	q := func(s string) string { return gjson.Get(mustSet(t, s), "x").Raw }
 	var ms []string
 	for i, req := range requests {
 		last := i == len(requests)-1
@@ -327,4 +327,91 @@ func TestMessagesRouting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMessagesCompaction: in rcm mode Claude Code's summarisation call
+// gets every task's brief and keeps the <summary> contract; after it, each
+// task's call sees the general text and its own section of the summary,
+// never the other task's.
+func TestMessagesCompaction(t *testing.T) {
+	var tasks []string
+	summary := func() string {
+		return "<analysis>both tasks</analysis>\n<summary>\nShared: two checkouts.\n\n## Task " + tasks[0] +
+			"\n### Objective\n- fix the ORM compiler (ALPHA)\n\n## Task " + tasks[1] + "\n### Objective\n- URL validator test (BRAVO)\n</summary>"
+	}
+	var compactionPrompt string
+	rec := &recorder{}
+	// The recorder has read the body: answer from its copy.
+	rec.answer = func(w http.ResponseWriter, r *http.Request) {
+		rec.mu.Lock()
+		b := rec.bodies[len(rec.bodies)-1]
+		rec.mu.Unlock()
+		if strings.Contains(string(b), "Your task is to create a detailed summary") {
+			compactionPrompt = string(b)
+			writeMessagesStream(w, "msg_c", summary())
+			return
+		}
+		writeMessagesStream(w, "msg_a", "Done.")
+	}
+	srv, h := setup(t, rec, nil)
+	hdr := http.Header{"X-Claude-Code-Session-Id": {"cc-compact"}, "X-Rcm-Mode": {"rcm"}}
+	send := func(body []byte) *http.Response {
+		resp := post(t, srv.URL+"/v1/messages?beta=true", body, hdr)
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+		return resp
+	}
+	for n := 1; n <= 2; n++ {
+		tasks = append(tasks, send(claudeBody(t, switchRequests[:n], switchDirs)).Header.Get(HeaderTask))
+	}
+	if tasks[0] == "" || tasks[0] == tasks[1] {
+		t.Fatalf("tasks %q", tasks)
+	}
+	// Auto-compaction: the instruction as a user message of its own.
+	body := claudeBody(t, switchRequests[:2], switchDirs)
+	instr := "CRITICAL: Respond with TEXT ONLY.\n\nYour task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests."
+	body, _ = sjson.SetRawBytes(body, "messages.-1", []byte(`{"role":"assistant","content":[{"type":"text","text":"Done."}]}`))
+	body, _ = sjson.SetBytes(body, "messages.-1", map[string]any{"role": "user", "content": instr})
+	resp := send(body)
+	if resp.Header.Get(HeaderFallback) != FallbackSideCall {
+		t.Fatalf("compaction: fallback %q", resp.Header.Get(HeaderFallback))
+	}
+	last := gjson.Get(compactionPrompt, "messages.@reverse.0.content").String()
+	if !strings.HasPrefix(last, instr) || !strings.Contains(last, "## Task "+tasks[0]) || !strings.Contains(last, "<summary></summary>") {
+		t.Fatalf("compaction prompt not task-aware: %q", last)
+	}
+	if err := checkMessages([]byte(compactionPrompt)); err != nil {
+		t.Fatal(err)
+	}
+	// The turn after: Claude Code's continuation message holds the summary.
+	cont := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n" +
+		strings.TrimSuffix(strings.SplitN(summary(), "<summary>\n", 2)[1], "</summary>") +
+		"\n\nIf you need specific details from before compaction, read the full transcript.\nContinue the conversation from where it left off."
+	after := capture.LoadIn(t, capture.ClaudeCodeDir(), "first_agent_request").Body
+	msgs := `[{"role":"user","content":[{"type":"text","text":"<system-reminder>\nctx\n</system-reminder>\n"},{"type":"text","text":` + gjson.Get(mustSet(t, cont), "x").Raw + `}]},` +
+		`{"role":"system","content":[]},{"role":"assistant","content":[{"type":"text","text":"Done."}]},` +
+		`{"role":"user","content":[{"type":"text","text":` + gjson.Get(mustSet(t, switchRequests[2]), "x").Raw + `,"cache_control":{"type":"ephemeral"}}]}]`
+	after, _ = sjson.SetRawBytes(after, "messages", []byte(msgs))
+	resp = send(after)
+	got, _ := rec.last(t)
+	if resp.Header.Get(HeaderTask) != tasks[0] {
+		t.Fatalf("after compaction: task %q, want %q", resp.Header.Get(HeaderTask), tasks[0])
+	}
+	s := string(got)
+	if !strings.Contains(s, "ALPHA") || strings.Contains(s, "BRAVO") || !strings.Contains(s, "Shared: two checkouts") ||
+		!strings.Contains(s, "If you need specific details") || !strings.Contains(s, "<system-reminder>") {
+		t.Fatalf("summary not scoped to the task:\n%s", gjson.GetBytes(got, "messages.0").Raw)
+	}
+	if err := checkMessages(got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustSet(t *testing.T, s string) string {
+	t.Helper()
+	out, err := sjson.Set("", "x", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

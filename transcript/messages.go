@@ -11,9 +11,9 @@ import (
 // by prefix or substring so that small wording changes elsewhere in a
 // prompt do not break detection.
 const (
-	// summarizeInstruction is in the text Claude Code appends to the last
+	// SummarizeInstruction is in the text Claude Code appends to the last
 	// user message (manual /compact) or sends as one (auto-compaction).
-	summarizeInstruction = "Your task is to create a detailed summary of the conversation so far"
+	SummarizeInstruction = "Your task is to create a detailed summary of the conversation so far"
 	// continuedPrefix opens the user message that holds the summary after
 	// a compaction.
 	continuedPrefix = "This session is being continued from a previous conversation"
@@ -91,7 +91,7 @@ func messagesKind(t *Transcript, h http.Header) Kind {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if strings.Contains(m.text, summarizeInstruction) {
+			if strings.Contains(m.text, SummarizeInstruction) {
 				return Compaction
 			}
 			break

@@ -54,4 +54,3 @@ func writeMessagesStream(w http.ResponseWriter, id, text string, calls ...toolUs
 	ev("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 12}})
 	ev("message_stop", map[string]any{})
 }
-

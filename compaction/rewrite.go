@@ -29,12 +29,13 @@ var (
 // the conversation to summarise inside it.
 const conversationTag = "<conversation>"
 
-// promptMarks is, per format, the text that marks the last user message as
-// the summarisation prompt: OpenCode's <conversation>, Claude Code's
-// instruction (appended to the last user message, or sent as one).
-var promptMarks = map[transcript.Format]string{
-	transcript.OpenAIChat:        conversationTag,
-	transcript.AnthropicMessages: transcript.SummarizeInstruction,
+// promptMarks are the texts that mark the last user message as the
+// summarisation prompt, per format: OpenCode's <conversation> (in either),
+// Claude Code's instruction (appended to the last user message, or sent as
+// one).
+var promptMarks = map[transcript.Format][]string{
+	transcript.OpenAIChat:        {conversationTag},
+	transcript.AnthropicMessages: {conversationTag, transcript.SummarizeInstruction},
 }
 
 // summaryContract keeps Claude Code's own contract: it reads the summary
@@ -69,10 +70,10 @@ func Rewrite(t *transcript.Transcript, tasks []TaskState) (transcript.Edit, erro
 	}
 	i := prompt(t)
 	if i < 0 {
-		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, promptMarks[t.Format])
+		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, strings.Join(promptMarks[t.Format], `" or "`))
 	}
 	brief := taskBrief(tasks)
-	if t.Format == transcript.AnthropicMessages {
+	if strings.Contains(t.Messages[i].Text(), transcript.SummarizeInstruction) {
 		brief += summaryContract
 	}
 	raw, err := appendText(t.Messages[i].Raw, brief)
@@ -88,8 +89,10 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if mark := promptMarks[t.Format]; mark != "" && strings.Contains(m.Text(), mark) {
-				return i
+			for _, mark := range promptMarks[t.Format] {
+				if strings.Contains(m.Text(), mark) {
+					return i
+				}
 			}
 			return -1
 		}

@@ -275,7 +275,7 @@ func FuzzMessages(f *testing.F) {
 func TestMessagesOpenCodeKinds(t *testing.T) {
 	for body, want := range map[string]Kind{
 		`{"system":[{"type":"text","text":"You are a title generator. You output ONLY a thread title."}],"messages":[{"role":"user","content":"x"}]}`: Title,
-		`{"system":"You are a context summarization agent.","messages":[{"role":"user","content":"<conversation>x</conversation>"}]}`:               Compaction,
+		`{"system":"You are a context summarization agent.","messages":[{"role":"user","content":"<conversation>x</conversation>"}]}`:                 Compaction,
 		`{"system":"You are opencode.","messages":[{"role":"user","content":"x"}]}`:                                                                   Agent,
 	} {
 		tr, err := Parse(AnthropicMessages, []byte(body), nil)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,8 @@ func claudeInstall(ctx context.Context, t *testing.T) string {
 // section per <task> rcm listed (one section when none), count_tokens a
 // count.
 type claudeUpstream struct {
+	bash string // the shell tool's name: Claude Code's "Bash" (default), OpenCode's "bash"
+
 	mu     sync.Mutex
 	bodies [][]byte
 	n      int
@@ -104,6 +107,8 @@ func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		last = &tr.Messages[i]
 	}
 	switch {
+	case tr.Kind == transcript.Title:
+		writeMessagesStream(w, id, "Two tasks")
 	case tr.Kind == transcript.Compaction:
 		var b strings.Builder
 		b.WriteString("<analysis>The conversation so far.</analysis>\n<summary>\nShared: one project.\n")
@@ -120,7 +125,7 @@ func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMessagesStream(w, id, "Done: "+strings.TrimSpace(last.Results[len(last.Results)-1].Text()))
 	case runMark.MatchString(last.Text()):
 		cmd := runMark.FindStringSubmatch(last.Text())[1]
-		writeMessagesStream(w, id, "I will run it.", toolUse{ID: "toolu_" + id, Name: "Bash", Input: map[string]any{"command": cmd, "description": "Run the requested command"}})
+		writeMessagesStream(w, id, "I will run it.", toolUse{ID: "toolu_" + id, Name: cmp.Or(u.bash, "Bash"), Input: map[string]any{"command": cmd, "description": "Run the requested command"}})
 	default:
 		writeMessagesStream(w, id, "OK.")
 	}

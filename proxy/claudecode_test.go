@@ -172,19 +172,7 @@ func TestClaudeCodeThroughRCM(t *testing.T) {
 
 func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	up := &claudeUpstream{}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &ocTap{next: h}
-	rcm := httptest.NewServer(tap)
-	t.Cleanup(func() { rcm.Close(); h.Close() })
+	h, tap, rcm := tappedProxy(t, up)
 
 	home, project := t.TempDir(), t.TempDir()
 	alpha, beta := filepath.Join(project, "alpha"), filepath.Join(project, "beta")
@@ -310,6 +298,25 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	if got := r5.calls[0].resp.Get(HeaderTask); got != taskB {
 		t.Errorf("after compaction: task %q, want beta's %q", got, taskB)
 	}
+}
+
+// tappedProxy serves rcm (native by default) in front of the upstream up,
+// with every call and rcm's answer to it noted by the tap.
+func tappedProxy(t *testing.T, up http.Handler) (*Handler, *ocTap, *httptest.Server) {
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &ocTap{next: h}
+	srv := httptest.NewServer(tap)
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	return h, tap, srv
 }
 
 func (tp *ocTap) snapshot() []ocCall {

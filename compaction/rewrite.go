@@ -29,8 +29,22 @@ var (
 // the conversation to summarise inside it.
 const conversationTag = "<conversation>"
 
+// promptMarks are the texts that mark the last user message as the
+// summarisation prompt, per format: OpenCode's <conversation> (in either),
+// Claude Code's instruction (appended to the last user message, or sent as
+// one).
+var promptMarks = map[transcript.Format][]string{
+	transcript.OpenAIChat:        {conversationTag},
+	transcript.AnthropicMessages: {conversationTag, transcript.SummarizeInstruction},
+}
+
+// summaryContract keeps Claude Code's own contract: it reads the summary
+// from inside <summary></summary> and asks again when that is missing.
+const summaryContract = "\n\nWrite the per-task sections inside the <summary></summary> block your instructions ask for; the <analysis> block stays as it is."
+
 // Rewrite returns an Edit that turns the harness's compaction call t into a
-// task-aware one: the prompt (the last user message, holding <conversation>)
+// task-aware one: the prompt (the last user message, holding OpenCode's
+// <conversation> or Claude Code's instruction)
 // keeps its text and gets, appended, one <task> block per task with its
 // requirements verbatim and its unfinished items from the record, and the
 // instruction to answer with one "## Task <id>" section per task that keeps
@@ -56,9 +70,13 @@ func Rewrite(t *transcript.Transcript, tasks []TaskState) (transcript.Edit, erro
 	}
 	i := prompt(t)
 	if i < 0 {
-		return keep, fmt.Errorf("%w: no user message holds %s", ErrNotCompaction, conversationTag)
+		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, strings.Join(promptMarks[t.Format], `" or "`))
 	}
-	raw, err := appendText(t.Messages[i].Raw, taskBrief(tasks))
+	brief := taskBrief(tasks)
+	if strings.Contains(t.Messages[i].Text(), transcript.SummarizeInstruction) {
+		brief += summaryContract
+	}
+	raw, err := appendText(t.Messages[i].Raw, brief)
 	if err != nil {
 		return keep, err
 	}
@@ -71,8 +89,10 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if strings.Contains(m.Text(), conversationTag) {
-				return i
+			for _, mark := range promptMarks[t.Format] {
+				if strings.Contains(m.Text(), mark) {
+					return i
+				}
 			}
 			return -1
 		}

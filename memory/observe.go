@@ -75,7 +75,7 @@ func (r *Record) Observe(o Observation) {
 	}
 	var reply *transcript.Message
 	if cur == len(tr.Turns)-1 && (o.Status == 0 || o.Status/100 == 2) && len(o.Response) > 0 {
-		if m, ok := transcript.ParseReply(o.Response, o.SSE); ok {
+		if m, ok := tr.Format.ParseReply(o.Response, o.SSE); ok {
 			reply = &m
 		}
 	}
@@ -201,6 +201,13 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			if i, ok := pending[m.ToolCallID]; ok {
 				calls[i].result, calls[i].hasResult = m.Text(), true
 				delete(pending, m.ToolCallID)
+			}
+		}
+		// Anthropic's results are blocks of a user message.
+		for _, res := range m.Results {
+			if i, ok := pending[res.ID]; ok {
+				calls[i].result, calls[i].hasResult = res.Text(), true
+				delete(pending, res.ID)
 			}
 		}
 	}

@@ -42,15 +42,16 @@ const (
 // Handler is the proxy: an http.Handler that rebuilds model calls' contexts
 // and forwards them to the upstream model API.
 type Handler struct {
-	cfg       Config
-	target    *url.URL // cfg.Upstream
-	transport *http.Transport
-	log       *slog.Logger
-	errLog    *log.Logger // ReverseProxy's own messages, into log
-	token     []byte      // SHA-256 of cfg.AuthToken; nil without one
-	store     *memory.Store
-	router    *router.Router
-	admin     http.Handler // the inspector under /rcm/
+	cfg             Config
+	target          *url.URL // cfg.Upstream
+	anthropicTarget *url.URL // cfg.AnthropicUpstream
+	transport       *http.Transport
+	log             *slog.Logger
+	errLog          *log.Logger // ReverseProxy's own messages, into log
+	token           []byte      // SHA-256 of cfg.AuthToken; nil without one
+	store           *memory.Store
+	router          *router.Router
+	admin           http.Handler // the inspector under /rcm/
 	// summarizer is the optional memory model (nil without --memory-model).
 	summarizer *memory.Summarizer
 
@@ -76,6 +77,10 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", cfg.Upstream, err)
 	}
+	anthropicTarget, err := url.Parse(cfg.AnthropicUpstream)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic-upstream %q: %w", cfg.AnthropicUpstream, err)
+	}
 	rt, err := router.New(router.Config{
 		Threshold: cfg.Threshold,
 		Model:     cfg.RouterModel,
@@ -97,13 +102,14 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		cfg:       cfg,
-		target:    target,
-		transport: newTransport(&cfg),
-		log:       logger,
-		errLog:    slog.NewLogLogger(logger.Handler(), slog.LevelInfo),
-		store:     store,
-		router:    rt,
+		cfg:             cfg,
+		target:          target,
+		anthropicTarget: anthropicTarget,
+		transport:       newTransport(&cfg),
+		log:             logger,
+		errLog:          slog.NewLogLogger(logger.Handler(), slog.LevelInfo),
+		store:           store,
+		router:          rt,
 
 		summarizer: sum,
 	}

@@ -20,10 +20,10 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 		ids := a.taskIDs()
 		for _, ti := range a.plan.Keep {
 			turn := t.Turns[ti]
-			if turn.Kind != transcript.Summary || turn.Start+1 >= turn.End {
+			if turn.Kind != transcript.Summary {
 				continue
 			}
-			sections := compaction.SplitSummary(t.Messages[turn.Start+1].Text(), ids)
+			sections := compaction.SplitSummary(compaction.SummaryText(t, ti), ids)
 			if rep, ok := compaction.ScopeSummary(t, ti, a.task, sections); ok {
 				if e.Replace == nil {
 					e.Replace = map[int][]byte{}
@@ -168,7 +168,7 @@ func (h *Handler) summarize(a *assembly) error {
 	if h.summarizer == nil || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
 		return nil
 	}
-	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
+	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(reply.ToolCalls) > 0 {
 		return nil
 	}
@@ -192,7 +192,7 @@ func (h *Handler) summarize(a *assembly) error {
 // attributeSummary stores each task's section of a compaction summary in
 // that task's record.
 func attributeSummary(w *memory.Tx, a *assembly) error {
-	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
+	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(a.knownTasks) < 2 {
 		return nil
 	}

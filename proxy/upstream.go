@@ -77,17 +77,22 @@ func (p *bufferPool) Get() []byte {
 func (p *bufferPool) Put(b []byte) { p.Pool.Put(&b) }
 
 // rewrite builds the request to the model API: the client's method, path
-// below /v1, query and headers (less hop-by-hop ones, which ReverseProxy
+// below /v1 (on the Anthropic upstream, which has no /v1 in its base, for
+// /v1/messages), query and headers (less hop-by-hop ones, which ReverseProxy
 // drops, rcm's own and Accept-Encoding, so that the transport negotiates
 // and decodes gzip for the tee), with body (plain: readBody decoded any
 // Content-Encoding) as the payload when not nil.
 // The client's credentials pass through; the configured key is added only
 // when the client sent none.
 func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
-	pr.SetURL(h.target)
-	pr.Out.URL.Path = strings.TrimRight(h.target.Path, "/") + strings.TrimPrefix(path, "/v1")
+	target, below := h.target, strings.TrimPrefix(path, "/v1")
+	if anthropic(path) {
+		target, below = h.anthropicTarget, path
+	}
+	pr.SetURL(target)
+	pr.Out.URL.Path = strings.TrimRight(target.Path, "/") + below
 	pr.Out.URL.RawPath = ""
-	pr.Out.Host = h.target.Host
+	pr.Out.Host = target.Host
 	dropRCMHeaders(pr.Out.Header)
 	pr.Out.Header.Del("Accept-Encoding")
 	if body != nil {
@@ -115,11 +120,17 @@ func (h *Handler) setCredentials(hdr http.Header, path string) {
 	if h.cfg.UpstreamKey == "" || hdr.Get("Authorization") != "" || hdr.Get("X-Api-Key") != "" {
 		return
 	}
-	if strings.HasSuffix(path, "/messages") {
+	if anthropic(path) {
 		hdr.Set("X-Api-Key", h.cfg.UpstreamKey)
 	} else {
 		hdr.Set("Authorization", "Bearer "+h.cfg.UpstreamKey)
 	}
+}
+
+// anthropic reports whether path (below the API root) is Anthropic's:
+// /v1/messages and its sub-routes (count_tokens, batches).
+func anthropic(path string) bool {
+	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
 }
 
 func setInt(h http.Header, name string, v int) { h.Set(name, strconv.Itoa(v)) }

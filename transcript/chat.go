@@ -9,6 +9,12 @@ import (
 
 // parseChat reads the messages array of an OpenAI chat-completions body.
 func parseChat(body []byte) (*Transcript, error) {
+	return parseArray(body, OpenAIChat, chatField)
+}
+
+// parseArray reads the "messages" array of a JSON object body of format f,
+// each element's members other than role through field.
+func parseArray(body []byte, f Format, field func(m *Message, key, val string)) (*Transcript, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, ErrNotJSON
 	}
@@ -31,14 +37,14 @@ func parseChat(body []byte) (*Transcript, error) {
 	if at < 0 || !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	t := &Transcript{Format: OpenAIChat, Body: body, arrStart: at, arrEnd: at + len(arr)}
+	t := &Transcript{Format: f, Body: body, arrStart: at, arrEnd: at + len(arr)}
 	var err error
 	elements(arr, func(val string, off int) {
 		if err != nil {
 			return
 		}
 		var m Message
-		if m, err = chatMessage(body, val, at+off, len(t.Messages)); err == nil {
+		if m, err = readMessage(body, val, at+off, len(t.Messages), field); err == nil {
 			t.Messages = append(t.Messages, m)
 		}
 	})
@@ -48,7 +54,9 @@ func parseChat(body []byte) (*Transcript, error) {
 	return t, nil
 }
 
-func chatMessage(body []byte, raw string, at, i int) (Message, error) {
+// readMessage reads one element of a messages array at offset at of body:
+// an object with a string role, whose other members field reads.
+func readMessage(body []byte, raw string, at, i int, field func(m *Message, key, val string)) (Message, error) {
 	if !strings.HasPrefix(raw, "{") {
 		return Message{}, ErrBadMessage
 	}
@@ -56,26 +64,32 @@ func chatMessage(body []byte, raw string, at, i int) (Message, error) {
 	m := Message{Index: i, Raw: body[at:end:end]}
 	hasRole := false
 	members(raw, func(key, val string, _ int) {
-		switch key {
-		case `"role"`:
-			if r := gjson.Parse(val); r.Type == gjson.String {
-				m.Role, hasRole = r.Str, true
-			}
-		case `"content"`:
-			m.content = val
-		case `"tool_call_id"`:
-			m.ToolCallID = gjson.Parse(val).String()
-		case `"tool_calls"`:
-			gjson.Parse(val).ForEach(func(_, c gjson.Result) bool {
-				m.ToolCalls = append(m.ToolCalls, toolCall(c))
-				return true
-			})
+		if key != `"role"` {
+			field(&m, key, val)
+		} else if r := gjson.Parse(val); r.Type == gjson.String {
+			m.Role, hasRole = r.Str, true
 		}
 	})
 	if !hasRole {
 		return Message{}, ErrBadMessage
 	}
 	return m, nil
+}
+
+// chatField reads a chat message's content (left encoded), tool calls and
+// tool_call_id.
+func chatField(m *Message, key, val string) {
+	switch key {
+	case `"content"`:
+		m.content = val
+	case `"tool_call_id"`:
+		m.ToolCallID = gjson.Parse(val).String()
+	case `"tool_calls"`:
+		gjson.Parse(val).ForEach(func(_, c gjson.Result) bool {
+			m.ToolCalls = append(m.ToolCalls, toolCall(c))
+			return true
+		})
+	}
 }
 
 // contentText flattens a content field: a string, or an array of parts of

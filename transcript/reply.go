@@ -20,21 +20,17 @@ const MaxReplyCalls = 128
 // only when nothing does. A body that is plainly of the other kind than sse
 // says is read as what it is.
 func ParseReply(body []byte, sse bool) (Message, bool) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	switch {
-	case bytes.HasPrefix(trimmed, []byte("{")):
-		sse = false
-	case bytes.HasPrefix(trimmed, []byte("data:")), bytes.HasPrefix(trimmed, []byte("event:")),
-		bytes.HasPrefix(trimmed, []byte(":")):
-		sse = true
-	}
-	m := Message{Role: "assistant"}
+	return OpenAIChat.ParseReply(body, sse)
+}
+
+// chatReply is ParseReply's reading of a chat-completions answer.
+func chatReply(body []byte, sse bool, m *Message) {
+	sse = sniffSSE(body, sse)
 	if sse {
-		parseStream(body, &m)
+		parseStream(body, m)
 	} else {
-		parseCompletion(body, &m)
+		parseCompletion(body, m)
 	}
-	return m, m.text != "" || len(m.ToolCalls) > 0
 }
 
 // parseCompletion reads choices[0].message of a chat.completion object.
@@ -71,23 +67,15 @@ func contentString(c gjson.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-// parseStream reassembles a chat.completion.chunk stream. Events are
-// separated by blank lines; the data lines of one event are joined by
-// newlines (the SSE rule); an event that is not valid JSON, such as the
-// last one of a cut stream, is skipped.
+// parseStream reassembles a chat.completion.chunk stream; an event that is
+// not valid JSON, such as the last one of a cut stream, is skipped.
 func parseStream(body []byte, m *Message) {
 	var (
 		text  strings.Builder
 		calls []ToolCall
 		args  []strings.Builder
-		data  []byte
 	)
-	event := func() {
-		if len(data) == 0 {
-			return
-		}
-		d := data
-		data = data[:0]
+	events(body, func(d []byte) {
 		if bytes.Equal(d, []byte("[DONE]")) || !gjson.ValidBytes(d) {
 			return
 		}
@@ -126,6 +114,26 @@ func parseStream(body []byte, m *Message) {
 			args[i].WriteString(fn.Get("arguments").String())
 			return true
 		})
+	})
+	m.text = text.String()
+	for i := range calls {
+		calls[i].Arguments = args[i].String()
+		if calls[i].Name != "" || calls[i].Arguments != "" {
+			m.ToolCalls = append(m.ToolCalls, calls[i])
+		}
+	}
+}
+
+// events calls fn with the data of each server-sent event of body. Events
+// are separated by blank lines; the data lines of one event are joined by
+// newlines (the SSE rule). fn must not keep data.
+func events(body []byte, fn func(data []byte)) {
+	var data []byte
+	event := func() {
+		if len(data) > 0 {
+			fn(data)
+			data = data[:0]
+		}
 	}
 	for len(body) > 0 {
 		line := body
@@ -147,13 +155,20 @@ func parseStream(body []byte, m *Message) {
 		}
 	}
 	event()
-	m.text = text.String()
-	for i := range calls {
-		calls[i].Arguments = args[i].String()
-		if calls[i].Name != "" || calls[i].Arguments != "" {
-			m.ToolCalls = append(m.ToolCalls, calls[i])
-		}
+}
+
+// sniffSSE says whether body is an event stream, whatever the response's
+// content type claimed, when its first bytes tell.
+func sniffSSE(body []byte, sse bool) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		return false
+	case bytes.HasPrefix(trimmed, []byte("data:")), bytes.HasPrefix(trimmed, []byte("event:")),
+		bytes.HasPrefix(trimmed, []byte(":")):
+		return true
 	}
+	return sse
 }
 
 // choiceZero returns the choice with index 0 (the first one when none says).

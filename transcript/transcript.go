@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/tidwall/gjson"
@@ -14,7 +13,7 @@ type Format int
 const (
 	// OpenAIChat is POST /v1/chat/completions.
 	OpenAIChat Format = iota
-	// AnthropicMessages is POST /v1/messages (not parsed yet).
+	// AnthropicMessages is POST /v1/messages.
 	AnthropicMessages
 	// OpenAIResponses is POST /v1/responses (not parsed yet).
 	OpenAIResponses
@@ -94,6 +93,15 @@ type ToolCall struct {
 	Arguments string // raw JSON text of the arguments, as sent
 }
 
+// ToolResult is one tool result block of a message.
+type ToolResult struct {
+	ID      string // the tool call it answers
+	content string // raw JSON of its content, decoded by Text
+}
+
+// Text returns the result's text: a string, or its text blocks joined.
+func (r ToolResult) Text() string { return contentText(gjson.Parse(r.content)) }
+
 // Message is one element of the messages array.
 type Message struct {
 	Index      int
@@ -101,6 +109,9 @@ type Message struct {
 	Raw        []byte // the element's bytes in the body, exactly as sent
 	ToolCalls  []ToolCall
 	ToolCallID string // set on role "tool" results
+	// Results are the tool results the message carries as blocks
+	// (Anthropic's tool_result), in order.
+	Results []ToolResult
 
 	content string // the content field's raw JSON, decoded by Text on demand
 	text    string // decoded text of a message built from an answer
@@ -165,20 +176,12 @@ func (t *Transcript) Current() *Turn {
 // Headers the harness uses to mark child sessions.
 const headerParentSession = "X-Parent-Session-Id"
 
-// Parse reads a request body of format f. h may be nil; it is consulted for
-// the subagent marker only.
-func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
-	if f != OpenAIChat {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
+// chatKind classifies a chat-completions call: OpenCode's side calls by
+// their system prompt, a child session's calls by the parent header.
+func chatKind(t *Transcript, h http.Header) Kind {
+	k := classify(t)
+	if k == Agent && h != nil && h.Get(headerParentSession) != "" {
+		k = Subagent
 	}
-	t, err := parseChat(body)
-	if err != nil {
-		return nil, err
-	}
-	t.Kind = classify(t)
-	if t.Kind == Agent && h != nil && h.Get(headerParentSession) != "" {
-		t.Kind = Subagent
-	}
-	t.Turns, t.Preamble = segment(t.Messages)
-	return t, nil
+	return k
 }

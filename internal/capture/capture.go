@@ -14,10 +14,15 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Dir is the folder of the captures.
-func Dir() string {
+// Dir is the folder of the OpenCode captures.
+func Dir() string { return testdata("opencode") }
+
+// ClaudeCodeDir is the folder of the Claude Code captures.
+func ClaudeCodeDir() string { return testdata("claude-code") }
+
+func testdata(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "opencode")
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", name)
 }
 
 // Request is one captured request.
@@ -29,14 +34,20 @@ type Request struct {
 	Body   []byte      // exact bytes
 }
 
-// Load reads the capture called name (e.g. "continue_request").
+// Load reads the OpenCode capture called name (e.g. "continue_request").
 func Load(tb testing.TB, name string) Request {
 	tb.Helper()
-	body, err := os.ReadFile(filepath.Join(Dir(), name+".body.json"))
+	return LoadIn(tb, Dir(), name)
+}
+
+// LoadIn reads the capture called name in the folder dir.
+func LoadIn(tb testing.TB, dir, name string) Request {
+	tb.Helper()
+	body, err := os.ReadFile(filepath.Join(dir, name+".body.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	meta, err := os.ReadFile(filepath.Join(Dir(), name+".req.json"))
+	meta, err := os.ReadFile(filepath.Join(dir, name+".req.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,12 +99,18 @@ func Grow(tb testing.TB, size int) []byte {
 	return append(out, body[msgs.Index+len(msgs.Raw):]...)
 }
 
-// Names lists every capture.
+// Names lists every OpenCode capture.
 func Names(tb testing.TB) []string {
 	tb.Helper()
-	files, err := filepath.Glob(filepath.Join(Dir(), "*.req.json"))
+	return NamesIn(tb, Dir())
+}
+
+// NamesIn lists every capture in the folder dir.
+func NamesIn(tb testing.TB, dir string) []string {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.req.json"))
 	if err != nil || len(files) == 0 {
-		tb.Fatalf("no captures in %s: %v", Dir(), err)
+		tb.Fatalf("no captures in %s: %v", dir, err)
 	}
 	names := make([]string, len(files))
 	for i, f := range files {

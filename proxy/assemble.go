@@ -21,6 +21,9 @@ const maxObserved = 4 << 20
 // assembly is one request's trip through the pipeline: what was received,
 // what is forwarded and why.
 type assembly struct {
+	// share is the cached-prefix share of the forwarded messages, taken
+	// once the answer is complete (the inspector's figure).
+	share      *float64
 	mode       Mode
 	threshold  float64
 	session    string
@@ -217,7 +220,6 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
-	share := h.prefixes.share(a)
 	var ev memory.Event
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
@@ -235,7 +237,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		}
-		a.details(&ev, share)
+		a.details(&ev, a.share)
 		return w.AppendEvent(a.session, &ev)
 	})
 	if err == nil {

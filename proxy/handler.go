@@ -201,6 +201,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.done(r, a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
+	if a.complete && a.status/100 == 2 {
+		a.share = h.prefixes.share(a)
+	}
 	// The writes that follow may queue behind other sessions' (see
 	// pending): they do not need the forwarded bytes, so do not hold them.
 	a.body = nil

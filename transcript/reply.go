@@ -11,11 +11,11 @@ import (
 // garbled stream must not make an index of 1e9 allocate.
 const MaxReplyCalls = 128
 
-// ParseReply returns the assistant message of an upstream chat-completions
-// answer: a server-sent event stream of chat.completion.chunk objects
-// (sse), whose content and tool calls it reassembles from the deltas of
+// ParseReply returns the assistant message of an upstream answer: a
+// server-sent event stream of chat.completion.chunk objects (sse), whose content and tool calls it reassembles from the deltas of
 // choice 0 (tool calls by their index), or one chat.completion object
-// (choices[0].message). The body may be cut anywhere (the proxy keeps a
+// (choices[0].message); or, from the Responses API, its event stream or
+// response object, read by their output items. The body may be cut anywhere (the proxy keeps a
 // bounded copy) or garbled: ParseReply uses what parses and reports false
 // only when nothing does. A body that is plainly of the other kind than sse
 // says is read as what it is.
@@ -37,8 +37,13 @@ func ParseReply(body []byte, sse bool) (Message, bool) {
 	return m, m.text != "" || len(m.ToolCalls) > 0
 }
 
-// parseCompletion reads choices[0].message of a chat.completion object.
+// parseCompletion reads choices[0].message of a chat.completion object, or
+// the output of a Responses response object.
 func parseCompletion(body []byte, m *Message) {
+	if out := gjson.GetBytes(body, "output"); out.IsArray() {
+		responsesOutput(out.Array(), m)
+		return
+	}
 	msg := gjson.GetBytes(body, "choices.0.message")
 	if !msg.IsObject() {
 		return
@@ -81,6 +86,7 @@ func parseStream(body []byte, m *Message) {
 		calls []ToolCall
 		args  []strings.Builder
 		data  []byte
+		resp  [][]byte // Responses events
 	)
 	event := func() {
 		if len(data) == 0 {
@@ -89,6 +95,10 @@ func parseStream(body []byte, m *Message) {
 		d := data
 		data = data[:0]
 		if bytes.Equal(d, []byte("[DONE]")) || !gjson.ValidBytes(d) {
+			return
+		}
+		if isResponsesEvent(d) {
+			resp = append(resp, bytes.Clone(d))
 			return
 		}
 		choice := choiceZero(gjson.ParseBytes(d).Get("choices"))
@@ -147,6 +157,10 @@ func parseStream(body []byte, m *Message) {
 		}
 	}
 	event()
+	if len(resp) > 0 {
+		responsesStream(resp, m)
+		return
+	}
 	m.text = text.String()
 	for i := range calls {
 		calls[i].Arguments = args[i].String()

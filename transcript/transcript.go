@@ -16,7 +16,7 @@ const (
 	OpenAIChat Format = iota
 	// AnthropicMessages is POST /v1/messages (not parsed yet).
 	AnthropicMessages
-	// OpenAIResponses is POST /v1/responses (not parsed yet).
+	// OpenAIResponses is POST /v1/responses and its WebSocket frames.
 	OpenAIResponses
 )
 
@@ -58,6 +58,13 @@ const (
 	Compaction
 	// Subagent is an agent call of a child session (x-parent-session-id).
 	Subagent
+	// Prewarm is a Responses call that generates nothing (Codex's
+	// WebSocket warm-up: generate false, empty input).
+	Prewarm
+	// RemoteCompaction is a Responses call that asks the provider to
+	// compact the history itself (a compaction_trigger item); its answer
+	// is opaque, so it passes through.
+	RemoteCompaction
 )
 
 func (k Kind) String() string {
@@ -70,13 +77,19 @@ func (k Kind) String() string {
 		return "compaction"
 	case Subagent:
 		return "subagent"
+	case Prewarm:
+		return "prewarm"
+	case RemoteCompaction:
+		return "remote-compaction"
 	}
 	return "unknown"
 }
 
 // Side reports whether calls of this kind are side calls that pass through
 // untouched and never create tasks.
-func (k Kind) Side() bool { return k == Title || k == Compaction }
+func (k Kind) Side() bool {
+	return k == Title || k == Compaction || k == Prewarm || k == RemoteCompaction
+}
 
 // Errors returned by Parse. The proxy forwards such bodies unchanged.
 var (
@@ -145,6 +158,9 @@ type Transcript struct {
 	Kind     Kind
 	Body     []byte
 	Messages []Message
+	// SessionKey is the conversation's id as the body names it (the
+	// Responses API's prompt_cache_key), "" when it names none.
+	SessionKey string
 	// Preamble is the number of leading messages before the first turn
 	// (system prompts); they are always kept.
 	Preamble int
@@ -168,16 +184,25 @@ const headerParentSession = "X-Parent-Session-Id"
 // Parse reads a request body of format f. h may be nil; it is consulted for
 // the subagent marker only.
 func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
-	if f != OpenAIChat {
+	var (
+		t   *Transcript
+		err error
+	)
+	switch f {
+	case OpenAIChat:
+		if t, err = parseChat(body); err == nil {
+			t.Kind = classify(t)
+			if t.Kind == Agent && h != nil && h.Get(headerParentSession) != "" {
+				t.Kind = Subagent
+			}
+		}
+	case OpenAIResponses:
+		t, err = parseResponses(body, h)
+	default:
 		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
 	}
-	t, err := parseChat(body)
 	if err != nil {
 		return nil, err
-	}
-	t.Kind = classify(t)
-	if t.Kind == Agent && h != nil && h.Get(headerParentSession) != "" {
-		t.Kind = Subagent
 	}
 	t.Turns, t.Preamble = segment(t.Messages)
 	return t, nil

@@ -215,7 +215,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestUnsupportedFormats(t *testing.T) {
-	for _, name := range []string{"anthropic_messages_request", "responses_api_request"} {
+	for _, name := range []string{"anthropic_messages_request"} {
 		body, h, path := load(t, name)
 		f, ok := FormatOf(path)
 		if !ok {

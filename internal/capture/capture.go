@@ -32,11 +32,18 @@ type Request struct {
 // Load reads the capture called name (e.g. "continue_request").
 func Load(tb testing.TB, name string) Request {
 	tb.Helper()
-	body, err := os.ReadFile(filepath.Join(Dir(), name+".body.json"))
-	if err != nil {
+	return load(tb, Dir(), name)
+}
+
+// load reads the capture called name in dir; a capture without a body file
+// (a WebSocket handshake) has a nil Body.
+func load(tb testing.TB, dir, name string) Request {
+	tb.Helper()
+	body, err := os.ReadFile(filepath.Join(dir, name+".body.json"))
+	if err != nil && !os.IsNotExist(err) {
 		tb.Fatal(err)
 	}
-	meta, err := os.ReadFile(filepath.Join(Dir(), name+".req.json"))
+	meta, err := os.ReadFile(filepath.Join(dir, name+".req.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,9 +98,14 @@ func Grow(tb testing.TB, size int) []byte {
 // Names lists every capture.
 func Names(tb testing.TB) []string {
 	tb.Helper()
-	files, err := filepath.Glob(filepath.Join(Dir(), "*.req.json"))
+	return names(tb, Dir())
+}
+
+func names(tb testing.TB, dir string) []string {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.req.json"))
 	if err != nil || len(files) == 0 {
-		tb.Fatalf("no captures in %s: %v", Dir(), err)
+		tb.Fatalf("no captures in %s: %v", dir, err)
 	}
 	names := make([]string, len(files))
 	for i, f := range files {

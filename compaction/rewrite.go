@@ -26,13 +26,17 @@ var (
 )
 
 // conversationTag marks the harness's summarisation prompt: OpenCode puts
-// the conversation to summarise inside it.
-const conversationTag = "<conversation>"
+// the conversation to summarise inside it. Codex's prompt (a last user
+// message after the history) says checkpointTag instead.
+const (
+	conversationTag = "<conversation>"
+	checkpointTag   = "CONTEXT CHECKPOINT COMPACTION"
+)
 
 // Rewrite returns an Edit that turns the harness's compaction call t into a
-// task-aware one: the prompt (the last user message, holding <conversation>)
-// keeps its text and gets, appended, one <task> block per task with its
-// requirements verbatim and its unfinished items from the record, and the
+// task-aware one: the prompt (the last user message, holding OpenCode's
+// <conversation> or Codex's context checkpoint prompt) keeps its text and
+// gets, appended, one <task> block per task with its requirements verbatim and its unfinished items from the record, and the
 // instruction to answer with one "## Task <id>" section per task that keeps
 // every task's open state. Every other message, and every other field of
 // the prompt message, stays byte-identical.
@@ -71,7 +75,7 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if strings.Contains(m.Text(), conversationTag) {
+			if text := m.Text(); strings.Contains(text, conversationTag) || strings.Contains(text, checkpointTag) {
 				return i
 			}
 			return -1
@@ -81,7 +85,9 @@ func prompt(t *transcript.Transcript) int {
 }
 
 // appendText adds text after a message's content: to the string itself, or
-// as a new text part when the content is an array of parts.
+// as a new text part when the content is an array of parts, of the type the
+// first part has when that is a Responses "input_text" (chat's "text"
+// otherwise).
 func appendText(raw []byte, text string) ([]byte, error) {
 	c := gjson.GetBytes(raw, "content")
 	switch {
@@ -92,7 +98,11 @@ func appendText(raw []byte, text string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compaction: encode prompt: %w", err)
 		}
-		part := append(append([]byte(`{"type":"text","text":`), q...), '}')
+		typ := "text"
+		if c.Get("0.type").Str == "input_text" {
+			typ = "input_text"
+		}
+		part := append(append([]byte(`{"type":"`+typ+`","text":`), q...), '}')
 		out, err := sjson.SetRawBytes(raw, "content.-1", part)
 		if err != nil {
 			return nil, fmt.Errorf("compaction: append prompt part: %w", err)

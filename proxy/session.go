@@ -10,14 +10,18 @@ import (
 
 // sessionID names the conversation a request belongs to: X-RCM-Session
 // (the client's override), else OpenCode's x-session-id or
-// x-session-affinity, else an id derived from the conversation's first
-// messages, which stay put while the session grows. It returns "" when
-// nothing identifies the request.
+// x-session-affinity, else Codex's session-id or thread-id, else the id the
+// body names (the Responses API's prompt_cache_key), else an id derived from
+// the conversation's first messages, which stay put while the session grows.
+// It returns "" when nothing identifies the request.
 func sessionID(h http.Header, t *transcript.Transcript) string {
-	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity"} {
+	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity", "Session-Id", "Thread-Id"} {
 		if v := h.Get(name); v != "" {
 			return v
 		}
+	}
+	if t != nil && t.SessionKey != "" {
+		return t.SessionKey
 	}
 	if t == nil || len(t.Turns) == 0 {
 		return ""

@@ -75,7 +75,7 @@ func (r *Record) Observe(o Observation) {
 	}
 	var reply *transcript.Message
 	if cur == len(tr.Turns)-1 && (o.Status == 0 || o.Status/100 == 2) && len(o.Response) > 0 {
-		if m, ok := transcript.ParseReply(o.Response, o.SSE); ok {
+		if m, ok := tr.Format.ParseReply(o.Response, o.SSE); ok {
 			reply = &m
 		}
 	}

@@ -38,6 +38,10 @@ type Config struct {
 	// Upstream is the base URL of the model API, ending before the
 	// endpoint (".../v1"). Default https://api.openai.com/v1.
 	Upstream string `json:"upstream"`
+	// AnthropicUpstream is the base URL of the Anthropic API, without /v1
+	// (as ANTHROPIC_BASE_URL): /v1/messages and its sub-routes go there.
+	// Default https://api.anthropic.com.
+	AnthropicUpstream string `json:"anthropic_upstream"`
 	// UpstreamKey is sent as the credential when the client sends none.
 	// Secrets come only from the environment (RCM_UPSTREAM_KEY) or flags,
 	// never from a config file.
@@ -86,6 +90,7 @@ type Config struct {
 const (
 	DefaultListen        = "127.0.0.1:8787"
 	DefaultUpstream      = "https://api.openai.com/v1"
+	DefaultAnthropic     = "https://api.anthropic.com"
 	DefaultThreshold     = 0.8
 	DefaultMaxBody       = 32 << 20
 	DefaultHeaderTimeout = 10 * time.Minute
@@ -102,17 +107,13 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen %q: %w", c.Listen, err)
 	}
-	if c.Upstream == "" {
-		c.Upstream = DefaultUpstream
+	var err error
+	if c.Upstream, err = baseURL("upstream", c.Upstream, DefaultUpstream); err != nil {
+		return err
 	}
-	u, err := url.Parse(c.Upstream)
-	if err != nil {
-		return fmt.Errorf("upstream %q: %w", c.Upstream, err)
+	if c.AnthropicUpstream, err = baseURL("anthropic-upstream", c.AnthropicUpstream, DefaultAnthropic); err != nil {
+		return err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("upstream %q: want an http(s) URL such as %s", c.Upstream, DefaultUpstream)
-	}
-	c.Upstream = strings.TrimRight(c.Upstream, "/")
 	if c.Mode == "" {
 		c.Mode = RCM
 	}
@@ -152,4 +153,20 @@ func (c *Config) Validate() error {
 		return errors.New("context-tokens and memory-tokens must be positive")
 	}
 	return nil
+}
+
+// baseURL checks an upstream base URL (def when empty) and trims its
+// trailing slashes.
+func baseURL(name, s, def string) (string, error) {
+	if s == "" {
+		s = def
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", name, s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s %q: want an http(s) URL such as %s", name, s, def)
+	}
+	return strings.TrimRight(s, "/"), nil
 }

@@ -83,7 +83,7 @@ func setup(t *testing.T, rec http.Handler, mut func(*Config)) (*httptest.Server,
 	t.Helper()
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
-	cfg := Config{Upstream: up.URL + "/v1"}
+	cfg := Config{Upstream: up.URL + "/v1", AnthropicUpstream: up.URL}
 	if mut != nil {
 		mut(&cfg)
 	}

@@ -167,7 +167,7 @@ func (h *Handler) summarize(a *assembly) error {
 	if h.summarizer == nil || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
 		return nil
 	}
-	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
+	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(reply.ToolCalls) > 0 {
 		return nil
 	}
@@ -191,7 +191,7 @@ func (h *Handler) summarize(a *assembly) error {
 // attributeSummary stores each task's section of a compaction summary in
 // that task's record.
 func attributeSummary(w *memory.Tx, a *assembly) error {
-	reply, ok := transcript.ParseReply(a.resp.Bytes(), a.sse)
+	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
 	if !ok || len(a.knownTasks) < 2 {
 		return nil
 	}

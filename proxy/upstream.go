@@ -48,12 +48,15 @@ func removeHopHeaders(h http.Header) {
 }
 
 // upstreamRequest builds the request to the model API: the client's method,
-// path below /v1, query and headers (less hop-by-hop, rcm's own and
+// path below /v1 (on the Anthropic upstream for /v1/messages), query and headers (less hop-by-hop, rcm's own and
 // Accept-Encoding, so that the transport negotiates and decodes gzip for the
 // tee), with body as the payload. The client's credentials pass through;
 // the configured key is added only when the client sent none.
 func (h *Handler) upstreamRequest(ctx context.Context, r *http.Request, path string, body []byte) (*http.Request, error) {
 	target := h.cfg.Upstream + strings.TrimPrefix(path, "/v1")
+	if anthropic(path) {
+		target = h.cfg.AnthropicUpstream + path
+	}
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
@@ -91,11 +94,17 @@ func (h *Handler) setCredentials(hdr http.Header, path string) {
 	if h.cfg.UpstreamKey == "" || hdr.Get("Authorization") != "" || hdr.Get("X-Api-Key") != "" {
 		return
 	}
-	if strings.HasSuffix(path, "/messages") {
+	if anthropic(path) {
 		hdr.Set("X-Api-Key", h.cfg.UpstreamKey)
 	} else {
 		hdr.Set("Authorization", "Bearer "+h.cfg.UpstreamKey)
 	}
+}
+
+// anthropic reports whether path (below the API root) is Anthropic's:
+// /v1/messages and its sub-routes (count_tokens, batches).
+func anthropic(path string) bool {
+	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
 }
 
 // copyHeaders writes the upstream's response headers to the client's.

@@ -10,8 +10,13 @@
 // ParseReply reads the other direction: the assistant message of an
 // upstream answer, streamed (SSE chunks reassembled) or not.
 //
+// Each wire format is an adapter (adapter.go): it parses its body into the
+// neutral Transcript, tells the call's kind and where turns open, settles
+// an Edit into a valid request of the format before the shared splice, and
+// reads its answers (Format.ParseReply). A format without an adapter
+// reports ErrUnsupported and the proxy fails open.
+//
 // Caveats: a Transcript aliases the body it was parsed from (Message.Raw and
 // Transcript.Body share its backing array); callers must not modify the body
-// while the Transcript is in use. Only the OpenAI chat-completions format is
-// parsed today; other formats report ErrUnsupported and the proxy fails open.
+// while the Transcript is in use.
 package transcript

@@ -23,6 +23,12 @@ type Edit struct {
 // message kept, nothing inserted and nothing replaced it returns t.Body
 // itself.
 func (t *Transcript) Rebuild(e Edit) ([]byte, error) {
+	if a := adapters[t.Format]; a != nil && a.settle != nil {
+		var err error
+		if e, err = a.settle(t, e); err != nil {
+			return nil, err
+		}
+	}
 	kept, inserts := e.Keep, e.Insert
 	if len(inserts) == 0 && len(e.Replace) == 0 && len(kept) == len(t.Messages) && ascendingAll(kept) {
 		return t.Body, nil

@@ -11,39 +11,30 @@ import (
 // garbled stream must not make an index of 1e9 allocate.
 const MaxReplyCalls = 128
 
-// ParseReply returns the assistant message of an upstream answer: a
-// server-sent event stream of chat.completion.chunk objects (sse), whose content and tool calls it reassembles from the deltas of
+// ParseReply returns the assistant message of an upstream chat-completions
+// answer: a server-sent event stream of chat.completion.chunk objects
+// (sse), whose content and tool calls it reassembles from the deltas of
 // choice 0 (tool calls by their index), or one chat.completion object
-// (choices[0].message); or, from the Responses API, its event stream or
-// response object, read by their output items. The body may be cut anywhere (the proxy keeps a
+// (choices[0].message). The body may be cut anywhere (the proxy keeps a
 // bounded copy) or garbled: ParseReply uses what parses and reports false
 // only when nothing does. A body that is plainly of the other kind than sse
 // says is read as what it is.
 func ParseReply(body []byte, sse bool) (Message, bool) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	switch {
-	case bytes.HasPrefix(trimmed, []byte("{")):
-		sse = false
-	case bytes.HasPrefix(trimmed, []byte("data:")), bytes.HasPrefix(trimmed, []byte("event:")),
-		bytes.HasPrefix(trimmed, []byte(":")):
-		sse = true
-	}
-	m := Message{Role: "assistant"}
-	if sse {
-		parseStream(body, &m)
-	} else {
-		parseCompletion(body, &m)
-	}
-	return m, m.text != "" || len(m.ToolCalls) > 0
+	return OpenAIChat.ParseReply(body, sse)
 }
 
-// parseCompletion reads choices[0].message of a chat.completion object, or
-// the output of a Responses response object.
-func parseCompletion(body []byte, m *Message) {
-	if out := gjson.GetBytes(body, "output"); out.IsArray() {
-		responsesOutput(out.Array(), m)
-		return
+// chatReply is ParseReply's reading of a chat-completions answer.
+func chatReply(body []byte, sse bool, m *Message) {
+	sse = sniffSSE(body, sse)
+	if sse {
+		parseStream(body, m)
+	} else {
+		parseCompletion(body, m)
 	}
+}
+
+// parseCompletion reads choices[0].message of a chat.completion object.
+func parseCompletion(body []byte, m *Message) {
 	msg := gjson.GetBytes(body, "choices.0.message")
 	if !msg.IsObject() {
 		return
@@ -76,29 +67,16 @@ func contentString(c gjson.Result) string {
 	return strings.Join(parts, "\n")
 }
 
-// parseStream reassembles a chat.completion.chunk stream. Events are
-// separated by blank lines; the data lines of one event are joined by
-// newlines (the SSE rule); an event that is not valid JSON, such as the
-// last one of a cut stream, is skipped.
+// parseStream reassembles a chat.completion.chunk stream; an event that is
+// not valid JSON, such as the last one of a cut stream, is skipped.
 func parseStream(body []byte, m *Message) {
 	var (
 		text  strings.Builder
 		calls []ToolCall
 		args  []strings.Builder
-		data  []byte
-		resp  [][]byte // Responses events
 	)
-	event := func() {
-		if len(data) == 0 {
-			return
-		}
-		d := data
-		data = data[:0]
+	events(body, func(d []byte) {
 		if bytes.Equal(d, []byte("[DONE]")) || !gjson.ValidBytes(d) {
-			return
-		}
-		if isResponsesEvent(d) {
-			resp = append(resp, bytes.Clone(d))
 			return
 		}
 		choice := choiceZero(gjson.ParseBytes(d).Get("choices"))
@@ -136,6 +114,26 @@ func parseStream(body []byte, m *Message) {
 			args[i].WriteString(fn.Get("arguments").String())
 			return true
 		})
+	})
+	m.text = text.String()
+	for i := range calls {
+		calls[i].Arguments = args[i].String()
+		if calls[i].Name != "" || calls[i].Arguments != "" {
+			m.ToolCalls = append(m.ToolCalls, calls[i])
+		}
+	}
+}
+
+// events calls fn with the data of each server-sent event of body. Events
+// are separated by blank lines; the data lines of one event are joined by
+// newlines (the SSE rule). fn must not keep data.
+func events(body []byte, fn func(data []byte)) {
+	var data []byte
+	event := func() {
+		if len(data) > 0 {
+			fn(data)
+			data = data[:0]
+		}
 	}
 	for len(body) > 0 {
 		line := body
@@ -157,17 +155,20 @@ func parseStream(body []byte, m *Message) {
 		}
 	}
 	event()
-	if len(resp) > 0 {
-		responsesStream(resp, m)
-		return
+}
+
+// sniffSSE says whether body is an event stream, whatever the response's
+// content type claimed, when its first bytes tell.
+func sniffSSE(body []byte, sse bool) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		return false
+	case bytes.HasPrefix(trimmed, []byte("data:")), bytes.HasPrefix(trimmed, []byte("event:")),
+		bytes.HasPrefix(trimmed, []byte(":")):
+		return true
 	}
-	m.text = text.String()
-	for i := range calls {
-		calls[i].Arguments = args[i].String()
-		if calls[i].Name != "" || calls[i].Arguments != "" {
-			m.ToolCalls = append(m.ToolCalls, calls[i])
-		}
-	}
+	return sse
 }
 
 // choiceZero returns the choice with index 0 (the first one when none says).

@@ -43,7 +43,13 @@ var codexContext = []string{"<environment_context>", "# AGENTS.md instructions",
 // member in WebSocket frames).
 const headerCodexTurn = "X-Codex-Turn-Metadata"
 
-func parseResponses(body []byte, h http.Header) (*Transcript, error) {
+func init() {
+	// Registered here rather than in adapters' literal so that each format
+	// stays in its own files.
+	adapters[OpenAIResponses] = &adapter{parse: parseResponses, kind: responsesKind, opens: opensTurn, reply: responsesReply}
+}
+
+func parseResponses(body []byte) (*Transcript, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, ErrNotJSON
 	}
@@ -56,8 +62,8 @@ func parseResponses(body []byte, h http.Header) (*Transcript, error) {
 		return nil, ErrNotObject
 	}
 	var (
-		input, instructions, cacheKey, meta, generate string
-		at                                            = -1
+		input, cacheKey string
+		at              = -1
 	)
 	members(src, func(key, val string, off int) {
 		switch key {
@@ -65,14 +71,8 @@ func parseResponses(body []byte, h http.Header) (*Transcript, error) {
 			if at < 0 {
 				input, at = val, off
 			}
-		case `"instructions"`:
-			instructions = val
 		case `"prompt_cache_key"`:
 			cacheKey = val
-		case `"client_metadata"`:
-			meta = val
-		case `"generate"`:
-			generate = val
 		}
 	})
 	if at < 0 {
@@ -106,7 +106,6 @@ func parseResponses(body []byte, h http.Header) (*Transcript, error) {
 	default:
 		return nil, ErrNoMessages
 	}
-	t.Kind = responsesKind(t, h, meta, instructions, generate)
 	return t, nil
 }
 
@@ -176,22 +175,24 @@ func codexInjected(text string) bool {
 // compaction ends in a compaction_trigger item, and the prompts name the
 // rest (Codex's and OpenCode's, the latter in a system message or in
 // instructions).
-func responsesKind(t *Transcript, h http.Header, meta, instructions, generate string) Kind {
+func responsesKind(t *Transcript, h http.Header) Kind {
+	f := gjson.GetManyBytes(t.Body, "client_metadata", "instructions", "generate")
+	meta, instructions, generate := f[0], f[1], f[2]
 	var turn gjson.Result
 	if h != nil {
 		if v := h.Get(headerCodexTurn); v != "" {
 			turn = gjson.Parse(v)
 		}
 	}
-	if !turn.Exists() && meta != "" {
-		turn = gjson.Parse(gjson.Parse(meta).Get(strings.ToLower(headerCodexTurn)).String())
+	if !turn.Exists() && meta.IsObject() {
+		turn = gjson.Parse(meta.Get(strings.ToLower(headerCodexTurn)).String())
 	}
 	last := ""
 	if n := len(t.Messages); n > 0 {
 		last = gjson.GetBytes(t.Messages[n-1].Raw, "type").String()
 	}
 	switch {
-	case turn.Get("request_kind").String() == "prewarm", generate == "false":
+	case turn.Get("request_kind").String() == "prewarm", generate.Type == gjson.False:
 		return Prewarm
 	case last == "compaction_trigger":
 		return RemoteCompaction
@@ -208,7 +209,7 @@ func responsesKind(t *Transcript, h http.Header, meta, instructions, generate st
 			return Title
 		}
 	}
-	if s := gjson.Parse(instructions); s.Type == gjson.String {
+	if s := instructions; s.Type == gjson.String {
 		switch {
 		case strings.HasPrefix(s.Str, titlePrompt):
 			return Title

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -13,9 +14,19 @@ import (
 // response.output_item.done each one as it finishes (what is left of a cut
 // stream).
 
-// isResponsesEvent reports whether an event's data is a Responses event.
-func isResponsesEvent(d []byte) bool {
-	return strings.HasPrefix(gjson.GetBytes(d, "type").Str, "response.")
+// responsesReply reads the output of a Responses answer into m.
+func responsesReply(body []byte, sse bool, m *Message) {
+	if !sniffSSE(body, sse) {
+		responsesOutput(gjson.GetBytes(body, "output").Array(), m)
+		return
+	}
+	var evs [][]byte
+	events(body, func(d []byte) {
+		if gjson.ValidBytes(d) {
+			evs = append(evs, bytes.Clone(d))
+		}
+	})
+	responsesStream(evs, m)
 }
 
 // responsesOutput folds output items into m: message text (output_text

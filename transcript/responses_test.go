@@ -284,7 +284,7 @@ func TestResponsesReply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, ok := ParseReply(body, true)
+		m, ok := OpenAIResponses.ParseReply(body, true)
 		if !ok || len(m.ToolCalls) != 1 {
 			t.Fatalf("%s: %+v %v", tc.file, m, ok)
 		}
@@ -293,12 +293,12 @@ func TestResponsesReply(t *testing.T) {
 		}
 		// Cut before response.completed: the items done so far.
 		cut := body[:bytes.Index(body, []byte("event: response.completed"))]
-		if m2, ok := ParseReply(cut, true); !ok || m2.ToolCalls[0] != m.ToolCalls[0] {
+		if m2, ok := OpenAIResponses.ParseReply(cut, true); !ok || m2.ToolCalls[0] != m.ToolCalls[0] {
 			t.Errorf("%s cut: %+v", tc.file, m2)
 		}
 	}
 	obj := `{"id":"resp_1","object":"response","output":[{"type":"reasoning","id":"rs"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}]}`
-	if m, ok := ParseReply([]byte(obj), false); !ok || m.Text() != "hi" {
+	if m, ok := OpenAIResponses.ParseReply([]byte(obj), false); !ok || m.Text() != "hi" {
 		t.Errorf("response object: %+v", m)
 	}
 }

@@ -34,11 +34,9 @@ func IsContinuation(text string) bool {
 	return strings.HasPrefix(strings.TrimSpace(text), continuePrompt)
 }
 
-// segment splits messages into turns. A turn opens at a user request; tool
-// results, synthetic continuation prompts and anything else belong to the
-// turn they follow. OpenCode's post-compaction recap (the question "What did
-// we do so far?" answered by the summary) opens a Summary turn.
-func segment(ms []Message) (turns []Turn, preamble int) {
+// segment splits messages into turns where opensTurn says one opens;
+// everything else belongs to the turn it follows.
+func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, bool)) (turns []Turn, preamble int) {
 	preamble = len(ms)
 	for i := range ms {
 		kind, opens := opensTurn(ms, i)
@@ -55,6 +53,10 @@ func segment(ms []Message) (turns []Turn, preamble int) {
 	return turns, preamble
 }
 
+// opensTurn is the chat rule: a turn opens at a user request; tool results,
+// synthetic continuation prompts and anything else belong to the turn they
+// follow. OpenCode's post-compaction recap (the question "What did we do so
+// far?" answered by the summary) opens a Summary turn.
 func opensTurn(ms []Message, i int) (TurnKind, bool) {
 	m := &ms[i]
 	if m.Role != "user" {

@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/tidwall/gjson"
@@ -181,29 +180,12 @@ func (t *Transcript) Current() *Turn {
 // Headers the harness uses to mark child sessions.
 const headerParentSession = "X-Parent-Session-Id"
 
-// Parse reads a request body of format f. h may be nil; it is consulted for
-// the subagent marker only.
-func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
-	var (
-		t   *Transcript
-		err error
-	)
-	switch f {
-	case OpenAIChat:
-		if t, err = parseChat(body); err == nil {
-			t.Kind = classify(t)
-			if t.Kind == Agent && h != nil && h.Get(headerParentSession) != "" {
-				t.Kind = Subagent
-			}
-		}
-	case OpenAIResponses:
-		t, err = parseResponses(body, h)
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
+// chatKind classifies a chat-completions call: OpenCode's side calls by
+// their system prompt, a child session's calls by the parent header.
+func chatKind(t *Transcript, h http.Header) Kind {
+	k := classify(t)
+	if k == Agent && h != nil && h.Get(headerParentSession) != "" {
+		k = Subagent
 	}
-	if err != nil {
-		return nil, err
-	}
-	t.Turns, t.Preamble = segment(t.Messages)
-	return t, nil
+	return k
 }

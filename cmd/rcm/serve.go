@@ -19,6 +19,7 @@ func serveOptions(c *proxy.Config) []option {
 	return []option{
 		{flag: "listen", env: "RCM_LISTEN", help: "address to serve on (default " + proxy.DefaultListen + ")", set: stringOpt(&c.Listen)},
 		{flag: "upstream", env: "RCM_UPSTREAM", help: "model API base URL, up to /v1 (default " + proxy.DefaultUpstream + ")", set: stringOpt(&c.Upstream)},
+		{flag: "anthropic-upstream", env: "RCM_ANTHROPIC_UPSTREAM", help: "Anthropic API base URL, without /v1, for /v1/messages (default " + proxy.DefaultAnthropic + ")", set: stringOpt(&c.AnthropicUpstream)},
 		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "API key sent upstream only when the client sends no Authorization or x-api-key; prefer the environment variable (a flag shows in process lists)", set: stringOpt(&c.UpstreamKey), secret: true},
 		{flag: "mode", env: "RCM_MODE", help: "default mode: native, router or rcm (default rcm); per request: X-RCM-Mode or a /native|/router|/rcm path prefix", set: func(s string) error { c.Mode = proxy.Mode(s); return nil }},
 		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept (default 0.8); per request: X-RCM-Threshold", set: floatOpt(&c.Threshold)},
@@ -65,7 +66,7 @@ func serve(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "mode", cfg.Mode, "threshold", cfg.Threshold, "db", cfg.DB)
+	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "anthropic_upstream", cfg.AnthropicUpstream, "mode", cfg.Mode, "threshold", cfg.Threshold, "db", cfg.DB)
 	select {
 	case err := <-errc:
 		return err

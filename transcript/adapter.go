@@ -1,0 +1,61 @@
+package transcript
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// adapter is what one wire format contributes to the neutral Transcript:
+// reading a request body, telling its kind and turns, making an Edit valid
+// for the format before the splice, and reading the upstream's answer.
+// Everything else (fingerprints, Keep, Rebuild's splice) is shared.
+type adapter struct {
+	// parse fills Format, Body, Messages and the span of the messages array.
+	parse func(body []byte) (*Transcript, error)
+	// kind tells what the call is for from the parsed body and headers
+	// (h may be nil).
+	kind func(t *Transcript, h http.Header) Kind
+	// opens reports whether message i opens a turn, and how.
+	opens func(ms []Message, i int) (TurnKind, bool)
+	// settle, when not nil, rewrites an Edit into one that yields a valid
+	// request of the format (pairing rules, cache markers) before Rebuild
+	// splices it. It must not change an Edit that keeps everything as sent.
+	settle func(t *Transcript, e Edit) (Edit, error)
+	// reply reads the assistant message of an upstream answer into m, from
+	// a server-sent event stream or one JSON object.
+	reply func(body []byte, sse bool, m *Message)
+}
+
+// adapters holds the formats Parse reads; a nil entry is unsupported.
+var adapters = map[Format]*adapter{
+	OpenAIChat: {parse: parseChat, kind: chatKind, opens: opensTurn, reply: chatReply},
+}
+
+// Parse reads a request body of format f. h may be nil; it is consulted for
+// markers that only headers carry (subagents).
+func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
+	a := adapters[f]
+	if a == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
+	}
+	t, err := a.parse(body)
+	if err != nil {
+		return nil, err
+	}
+	t.Kind = a.kind(t, h)
+	t.Turns, t.Preamble = segment(t.Messages, a.opens)
+	return t, nil
+}
+
+// ParseReply returns the assistant message of an upstream answer in format
+// f (see ParseReply for chat completions); ok is false when nothing parses
+// or the format is not supported.
+func (f Format) ParseReply(body []byte, sse bool) (Message, bool) {
+	a := adapters[f]
+	if a == nil {
+		return Message{}, false
+	}
+	m := Message{Role: "assistant"}
+	a.reply(body, sse, &m)
+	return m, m.text != "" || len(m.ToolCalls) > 0
+}

@@ -146,6 +146,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderMode, string(mode))
 	if isUpgrade(r) {
+		if mode != Native && path == "/v1/responses" && isWebSocket(r) {
+			h.serveWebSocket(w, r, path, mode, threshold)
+			return
+		}
 		h.upgrader.ServeHTTP(w, r)
 		return
 	}

@@ -193,7 +193,7 @@ func TestResponsesCompaction(t *testing.T) {
 	}
 	r := capture.Codex(t, "compaction_inline_request")
 	prompt := gjson.GetBytes(r.Body, "input").Array()
-	body, _ := codexSession(t, append(reqs, "x"), dirs)
+	body, _ := codexSession(t, []string{reqs[0], reqs[1], "x"}, dirs)
 	// The compaction call: the history, then Codex's checkpoint prompt in
 	// place of a new request.
 	items := gjson.GetBytes(body, "input").Array()

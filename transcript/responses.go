@@ -39,8 +39,8 @@ const (
 // context rather than as requests.
 var codexContext = []string{"<environment_context>", "# AGENTS.md instructions", "<user_instructions>", codexSummary}
 
-// Codex's x-codex-turn-metadata (a header over HTTP, a client_metadata
-// member in WebSocket frames).
+// Codex's x-codex-turn-metadata (a header, and a client_metadata member of
+// the body).
 const headerCodexTurn = "X-Codex-Turn-Metadata"
 
 func init() {
@@ -178,14 +178,11 @@ func codexInjected(text string) bool {
 func responsesKind(t *Transcript, h http.Header) Kind {
 	f := gjson.GetManyBytes(t.Body, "client_metadata", "instructions", "generate")
 	meta, instructions, generate := f[0], f[1], f[2]
-	var turn gjson.Result
-	if h != nil {
-		if v := h.Get(headerCodexTurn); v != "" {
-			turn = gjson.Parse(v)
-		}
-	}
-	if !turn.Exists() && meta.IsObject() {
-		turn = gjson.Parse(meta.Get(strings.ToLower(headerCodexTurn)).String())
+	// The body's copy first: over a WebSocket the headers are the
+	// handshake's (request_kind prewarm) for every frame.
+	turn := gjson.Parse(meta.Get(strings.ToLower(headerCodexTurn)).String())
+	if !turn.IsObject() && h != nil {
+		turn = gjson.Parse(h.Get(headerCodexTurn))
 	}
 	last := ""
 	if n := len(t.Messages); n > 0 {

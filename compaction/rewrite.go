@@ -3,6 +3,7 @@ package compaction
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rcm-dev/rcm/memory"
@@ -33,10 +34,26 @@ const (
 	checkpointTag   = "CONTEXT CHECKPOINT COMPACTION"
 )
 
+// promptMarks is, per format, the texts that mark the last user message as
+// the summarisation prompt: OpenCode's <conversation>, Claude Code's
+// instruction (appended to the last user message, or sent as one), Codex's
+// context checkpoint (OpenCode's Responses provider sends <conversation>).
+var promptMarks = map[transcript.Format][]string{
+	transcript.OpenAIChat:        {conversationTag},
+	transcript.AnthropicMessages: {transcript.SummarizeInstruction},
+	transcript.OpenAIResponses:   {conversationTag, checkpointTag},
+}
+
+// summaryContract keeps Claude Code's own contract: it reads the summary
+// from inside <summary></summary> and asks again when that is missing.
+const summaryContract = "\n\nWrite the per-task sections inside the <summary></summary> block your instructions ask for; the <analysis> block stays as it is."
+
 // Rewrite returns an Edit that turns the harness's compaction call t into a
 // task-aware one: the prompt (the last user message, holding OpenCode's
-// <conversation> or Codex's context checkpoint prompt) keeps its text and
-// gets, appended, one <task> block per task with its requirements verbatim and its unfinished items from the record, and the
+// <conversation>, Claude Code's instruction or Codex's context checkpoint
+// prompt)
+// keeps its text and gets, appended, one <task> block per task with its
+// requirements verbatim and its unfinished items from the record, and the
 // instruction to answer with one "## Task <id>" section per task that keeps
 // every task's open state. Every other message, and every other field of
 // the prompt message, stays byte-identical.
@@ -60,9 +77,13 @@ func Rewrite(t *transcript.Transcript, tasks []TaskState) (transcript.Edit, erro
 	}
 	i := prompt(t)
 	if i < 0 {
-		return keep, fmt.Errorf("%w: no user message holds %s", ErrNotCompaction, conversationTag)
+		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, promptMarks[t.Format])
 	}
-	raw, err := appendText(t.Messages[i].Raw, taskBrief(tasks))
+	brief := taskBrief(tasks)
+	if t.Format == transcript.AnthropicMessages {
+		brief += summaryContract
+	}
+	raw, err := appendText(t.Messages[i].Raw, brief)
 	if err != nil {
 		return keep, err
 	}
@@ -75,7 +96,8 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			if text := m.Text(); strings.Contains(text, conversationTag) || strings.Contains(text, checkpointTag) {
+			text := m.Text()
+			if slices.ContainsFunc(promptMarks[t.Format], func(mark string) bool { return strings.Contains(text, mark) }) {
 				return i
 			}
 			return -1

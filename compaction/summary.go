@@ -2,11 +2,14 @@ package compaction
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // SplitSummary attributes a task-aware summary (the answer to a call that
@@ -21,6 +24,11 @@ import (
 // joined; a task with no section has no key; headings of unknown tasks are
 // ordinary text of whatever section holds them.
 func SplitSummary(summary string, taskIDs []string) map[string]string {
+	// Claude Code's answers hold the summary inside <summary></summary>,
+	// after an <analysis> block that may name tasks too.
+	if _, in, ok := strings.Cut(summary, "<summary>"); ok {
+		summary, _, _ = strings.Cut(in, "</summary>")
+	}
 	sections, _, _ := split(summary, taskIDs)
 	return sections
 }
@@ -159,7 +167,9 @@ func boundary(rest string) bool {
 // summary came back). It returns a Replace for the summary's assistant
 // message holding the summary's general text (that outside every task
 // section) and task's section only; when the summary has no section for
-// task, the general text and a note saying so. It returns false, and the
+// task, the general text and a note saying so. Claude Code's summary is
+// in the turn's own user message instead, between its framing texts, which
+// stay. It returns false, and the
 // summary is to be kept whole, when the turn is no Summary turn or the
 // summary has no per-task sections.
 func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[string]string) (map[int][]byte, bool) {
@@ -167,16 +177,32 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 		return nil, false
 	}
 	tr := t.Turns[turn]
+	if t.Format == transcript.AnthropicMessages {
+		return scopeContinued(t, tr.Start, task, sections)
+	}
 	answer := -1
-	for i := tr.Start + 1; i < tr.End; i++ {
+	for i := tr.Start + 1; i < tr.End && answer < 0; i++ {
 		if t.Messages[i].Role == "assistant" {
 			answer = i
-			break
 		}
 	}
 	if answer < 0 {
 		return nil, false
 	}
+	text, ok := scoped(t.Messages[answer].Text(), task, sections)
+	if !ok {
+		return nil, false
+	}
+	raw, err := withContent(t.Messages[answer].Raw, text)
+	if err != nil {
+		return nil, false
+	}
+	return map[int][]byte{answer: raw}, true
+}
+
+// scoped returns summary with only task's section besides the general
+// text (see ScopeSummary); false when it has no task sections.
+func scoped(summary, task string, sections map[string]string) (string, bool) {
 	ids := make([]string, 0, len(sections)+1)
 	for id := range sections {
 		ids = append(ids, id)
@@ -185,9 +211,9 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 		ids = append(ids, task)
 	}
 	sort.Strings(ids)
-	parsed, general, found := split(t.Messages[answer].Text(), ids)
+	parsed, general, found := split(summary, ids)
 	if !found {
-		return nil, false
+		return "", false
 	}
 	own := sections[task]
 	if strings.TrimSpace(own) == "" {
@@ -200,9 +226,91 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 	if general != "" {
 		text = general + "\n\n" + own
 	}
-	raw, err := withContent(t.Messages[answer].Raw, text)
+	return text, true
+}
+
+// Claude Code's post-compaction message puts the summary between these.
+const (
+	continuedSummary = "Summary:\n"
+	continuedAfter   = "\n\nIf you need specific details from before compaction"
+)
+
+// SummaryText returns the summary a Summary turn of t holds: the answer to
+// OpenCode's recap question, or the summary inside Claude Code's
+// continuation message; "" when there is none.
+func SummaryText(t *transcript.Transcript, turn int) string {
+	if turn < 0 || turn >= len(t.Turns) || t.Turns[turn].Kind != transcript.Summary {
+		return ""
+	}
+	tr := t.Turns[turn]
+	if t.Format == transcript.AnthropicMessages {
+		c, ok := continued(t.Messages[tr.Start].Raw)
+		if !ok {
+			return ""
+		}
+		return c.summary
+	}
+	for i := tr.Start + 1; i < tr.End; i++ {
+		if t.Messages[i].Role == "assistant" {
+			return t.Messages[i].Text()
+		}
+	}
+	return ""
+}
+
+// continuation is Claude Code's post-compaction message cut around the
+// summary: the JSON path of the text holding it, and the text before, of
+// and after the summary.
+type continuation struct {
+	path, head, summary, tail string
+}
+
+func continued(raw []byte) (continuation, bool) {
+	c := gjson.GetBytes(raw, "content")
+	path, text := "content", c.String()
+	if c.IsArray() {
+		path, text = "", ""
+		i := 0
+		c.ForEach(func(_, b gjson.Result) bool {
+			if s := b.Get("text").String(); strings.Contains(s, continuedSummary) {
+				path, text = "content."+strconv.Itoa(i)+".text", s
+				return false
+			}
+			i++
+			return true
+		})
+	}
+	i := strings.Index(text, continuedSummary)
+	if path == "" || i < 0 {
+		return continuation{}, false
+	}
+	k := continuation{path: path, head: text[:i+len(continuedSummary)], summary: text[i+len(continuedSummary):]}
+	if j := strings.Index(k.summary, continuedAfter); j >= 0 {
+		k.summary, k.tail = k.summary[:j], k.summary[j:]
+	}
+	return k, true
+}
+
+// scopeContinued scopes Claude Code's post-compaction summary, which is in
+// the turn's own user message, keeping Claude Code's framing around it and
+// every other block as sent.
+func scopeContinued(t *transcript.Transcript, at int, task string, sections map[string]string) (map[int][]byte, bool) {
+	raw := t.Messages[at].Raw
+	c, ok := continued(raw)
+	if !ok {
+		return nil, false
+	}
+	own, ok := scoped(c.summary, task, sections)
+	if !ok {
+		return nil, false
+	}
+	q, err := quote(c.head + own + c.tail)
 	if err != nil {
 		return nil, false
 	}
-	return map[int][]byte{answer: raw}, true
+	out, err := sjson.SetRawBytes(raw, c.path, q)
+	if err != nil {
+		return nil, false
+	}
+	return map[int][]byte{at: out}, true
 }

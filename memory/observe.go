@@ -203,6 +203,13 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 				delete(pending, m.ToolCallID)
 			}
 		}
+		// Anthropic's results are blocks of a user message.
+		for _, res := range m.Results {
+			if i, ok := pending[res.ID]; ok {
+				calls[i].result, calls[i].hasResult = res.Text(), true
+				delete(pending, res.ID)
+			}
+		}
 	}
 	added := 0
 	for _, c := range calls {

@@ -94,6 +94,10 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 	if mode == Native {
 		return a
 	}
+	if r.Header.Get(headerAgent) != "" {
+		h.subagent(r, a)
+		return a
+	}
 	if !t.Kind.Side() || t.Kind == transcript.Compaction && mode == RCM {
 		// The session's previous call may still be writing what this one
 		// routes on. Title calls run beside agent calls: they neither wait
@@ -118,6 +122,20 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
 	}
 	return a
+}
+
+// subagent handles a call of a subagent that shares its parent's session
+// (Claude Code's, marked by x-claude-code-agent-id): its context is its own
+// work only, so it goes out as sent, and it belongs to the parent's current
+// task. It neither routes nor writes records, so it never changes what the
+// parent's calls are routed on.
+func (h *Handler) subagent(r *http.Request, a *assembly) {
+	a.fallback = FallbackSideCall
+	// The parent's call that started the subagent may still be writing.
+	h.writes.wait(r.Context(), a.session)
+	if a.task = h.lastTask(a.session); a.task != "" {
+		a.routed, a.confidence, a.method = true, 1, "subagent"
+	}
 }
 
 // kind names the call's kind for events and metrics: "invalid" when the

@@ -20,10 +20,10 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 		ids := a.taskIDs()
 		for _, ti := range a.plan.Keep {
 			turn := t.Turns[ti]
-			if turn.Kind != transcript.Summary || turn.Start+1 >= turn.End {
+			if turn.Kind != transcript.Summary {
 				continue
 			}
-			sections := compaction.SplitSummary(t.Messages[turn.Start+1].Text(), ids)
+			sections := compaction.SplitSummary(compaction.SummaryText(t, ti), ids)
 			if rep, ok := compaction.ScopeSummary(t, ti, a.task, sections); ok {
 				if e.Replace == nil {
 					e.Replace = map[int][]byte{}

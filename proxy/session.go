@@ -6,24 +6,41 @@ import (
 	"net/http"
 
 	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
 )
+
+// headerAgent marks a Claude Code subagent's calls, which carry the
+// parent's session id.
+const headerAgent = "X-Claude-Code-Agent-Id"
 
 // sessionID names the conversation a request belongs to: X-RCM-Session
 // (the client's override), else OpenCode's x-session-id or
-// x-session-affinity, else Codex's session-id or thread-id, else the id the
-// body names (the Responses API's prompt_cache_key), else an id derived from
-// the conversation's first messages, which stay put while the session grows.
-// It returns "" when nothing identifies the request.
+// x-session-affinity, else Claude Code's X-Claude-Code-Session-Id or the
+// session_id inside its metadata.user_id (a JSON string), else Codex's
+// session-id or thread-id, else the id the body names (the Responses API's
+// prompt_cache_key), else an id derived from the conversation's first
+// messages, which stay put while the session grows. It returns "" when
+// nothing identifies the request.
 func sessionID(h http.Header, t *transcript.Transcript) string {
-	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity", "Session-Id", "Thread-Id"} {
+	for _, name := range []string{"X-RCM-Session", "X-Session-Id", "X-Session-Affinity", "X-Claude-Code-Session-Id", "Session-Id", "Thread-Id"} {
 		if v := h.Get(name); v != "" {
 			return v
 		}
 	}
-	if t != nil && t.SessionKey != "" {
+	if t == nil {
+		return ""
+	}
+	if t.Format == transcript.AnthropicMessages {
+		if uid := gjson.GetBytes(t.Body, "metadata.user_id"); uid.Type == gjson.String {
+			if id := gjson.Get(uid.Str, "session_id").String(); id != "" {
+				return id
+			}
+		}
+	}
+	if t.SessionKey != "" {
 		return t.SessionKey
 	}
-	if t == nil || len(t.Turns) == 0 {
+	if len(t.Turns) == 0 {
 		return ""
 	}
 	sum := sha256.New()

@@ -28,7 +28,8 @@ type adapter struct {
 
 // adapters holds the formats Parse reads; a nil entry is unsupported.
 var adapters = map[Format]*adapter{
-	OpenAIChat: {parse: parseChat, kind: chatKind, opens: opensTurn, reply: chatReply},
+	OpenAIChat:        {parse: parseChat, kind: chatKind, opens: opensTurn, reply: chatReply},
+	AnthropicMessages: {parse: parseMessages, kind: messagesKind, opens: opensMessagesTurn, settle: settleMessages, reply: messagesReply},
 }
 
 // Parse reads a request body of format f. h may be nil; it is consulted for

@@ -9,6 +9,12 @@ import (
 
 // parseChat reads the messages array of an OpenAI chat-completions body.
 func parseChat(body []byte) (*Transcript, error) {
+	return parseArray(body, OpenAIChat, chatMessage)
+}
+
+// parseArray reads the "messages" array of a JSON object body of format f,
+// each element through message.
+func parseArray(body []byte, f Format, message func(body []byte, raw string, at, i int) (Message, error)) (*Transcript, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, ErrNotJSON
 	}
@@ -31,14 +37,14 @@ func parseChat(body []byte) (*Transcript, error) {
 	if at < 0 || !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	t := &Transcript{Format: OpenAIChat, Body: body, arrStart: at, arrEnd: at + len(arr)}
+	t := &Transcript{Format: f, Body: body, arrStart: at, arrEnd: at + len(arr)}
 	var err error
 	elements(arr, func(val string, off int) {
 		if err != nil {
 			return
 		}
 		var m Message
-		if m, err = chatMessage(body, val, at+off, len(t.Messages)); err == nil {
+		if m, err = message(body, val, at+off, len(t.Messages)); err == nil {
 			t.Messages = append(t.Messages, m)
 		}
 	})

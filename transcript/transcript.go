@@ -13,7 +13,7 @@ type Format int
 const (
 	// OpenAIChat is POST /v1/chat/completions.
 	OpenAIChat Format = iota
-	// AnthropicMessages is POST /v1/messages (not parsed yet).
+	// AnthropicMessages is POST /v1/messages.
 	AnthropicMessages
 	// OpenAIResponses is POST /v1/responses and its WebSocket frames.
 	OpenAIResponses
@@ -106,6 +106,15 @@ type ToolCall struct {
 	Arguments string // raw JSON text of the arguments, as sent
 }
 
+// ToolResult is one tool result block of a message.
+type ToolResult struct {
+	ID      string // the tool call it answers
+	content string // raw JSON of its content, decoded by Text
+}
+
+// Text returns the result's text: a string, or its text blocks joined.
+func (r ToolResult) Text() string { return contentText(gjson.Parse(r.content)) }
+
 // Message is one element of the messages array.
 type Message struct {
 	Index      int
@@ -113,6 +122,9 @@ type Message struct {
 	Raw        []byte // the element's bytes in the body, exactly as sent
 	ToolCalls  []ToolCall
 	ToolCallID string // set on role "tool" results
+	// Results are the tool results the message carries as blocks
+	// (Anthropic's tool_result), in order.
+	Results []ToolResult
 
 	content string // the content field's raw JSON, decoded by Text on demand
 	text    string // decoded text of a message built from an answer

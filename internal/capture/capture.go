@@ -14,10 +14,15 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Dir is the folder of the captures.
-func Dir() string {
+// Dir is the folder of the OpenCode captures.
+func Dir() string { return testdata("opencode") }
+
+// ClaudeCodeDir is the folder of the Claude Code captures.
+func ClaudeCodeDir() string { return testdata("claude-code") }
+
+func testdata(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "opencode")
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", name)
 }
 
 // Request is one captured request.
@@ -29,15 +34,15 @@ type Request struct {
 	Body   []byte      // exact bytes
 }
 
-// Load reads the capture called name (e.g. "continue_request").
+// Load reads the OpenCode capture called name (e.g. "continue_request").
 func Load(tb testing.TB, name string) Request {
 	tb.Helper()
-	return load(tb, Dir(), name)
+	return LoadIn(tb, Dir(), name)
 }
 
-// load reads the capture called name in dir; a capture without a body file
-// (a WebSocket handshake) has a nil Body.
-func load(tb testing.TB, dir, name string) Request {
+// LoadIn reads the capture called name in the folder dir; a capture
+// without a body file (a WebSocket handshake) has a nil Body.
+func LoadIn(tb testing.TB, dir, name string) Request {
 	tb.Helper()
 	body, err := os.ReadFile(filepath.Join(dir, name+".body.json"))
 	if err != nil && !os.IsNotExist(err) {
@@ -95,13 +100,14 @@ func Grow(tb testing.TB, size int) []byte {
 	return append(out, body[msgs.Index+len(msgs.Raw):]...)
 }
 
-// Names lists every capture.
+// Names lists every OpenCode capture.
 func Names(tb testing.TB) []string {
 	tb.Helper()
-	return names(tb, Dir())
+	return NamesIn(tb, Dir())
 }
 
-func names(tb testing.TB, dir string) []string {
+// NamesIn lists every capture in the folder dir.
+func NamesIn(tb testing.TB, dir string) []string {
 	tb.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.req.json"))
 	if err != nil || len(files) == 0 {

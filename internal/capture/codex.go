@@ -1,23 +1,20 @@
 package capture
 
-import (
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // CodexDir is the folder of the Codex CLI captures (testdata/codex).
-func CodexDir() string { return filepath.Join(Dir(), "..", "codex") }
+func CodexDir() string { return testdata("codex") }
 
 // Codex reads the Codex capture called name (e.g. "tool_result_request").
 // WebSocket frames ("ws_frame_*") are the frame's JSON as Body, with no
 // headers; handshakes have headers and no Body.
 func Codex(tb testing.TB, name string) Request {
 	tb.Helper()
-	return load(tb, CodexDir(), name)
+	return LoadIn(tb, CodexDir(), name)
 }
 
 // CodexNames lists every Codex capture.
 func CodexNames(tb testing.TB) []string {
 	tb.Helper()
-	return names(tb, CodexDir())
+	return NamesIn(tb, CodexDir())
 }

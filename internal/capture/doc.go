@@ -1,3 +1,4 @@
-// Package capture loads the real OpenCode requests kept in the repository's
-// testdata/opencode folder, for tests of every package that reads them.
+// Package capture loads the real OpenCode and Claude Code requests kept in
+// the repository's testdata/opencode and testdata/claude-code folders, for
+// tests of every package that reads them.
 package capture

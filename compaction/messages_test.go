@@ -1,0 +1,80 @@
+package compaction
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+)
+
+func claudeCode(t *testing.T, name string) *transcript.Transcript {
+	t.Helper()
+	r := capture.LoadIn(t, capture.ClaudeCodeDir(), name)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, r.Body, r.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestRewriteClaudeCode: both of Claude Code's summarisation calls (the
+// instruction after the tool_result blocks of the last user message, or a
+// user message of its own) get the task brief and the <summary> contract
+// appended to that message, everything else byte-identical.
+func TestRewriteClaudeCode(t *testing.T) {
+	tasks := []TaskState{
+		{ID: "t1", Record: memory.Record{Requirements: []memory.Requirement{{Text: "fix the compiler"}}}},
+		{ID: "t2", Active: true, Record: memory.Record{Requirements: []memory.Requirement{{Text: "test the validator"}}}},
+	}
+	for _, name := range []string{"compaction_manual_request", "compaction_auto_request"} {
+		tr := claudeCode(t, name)
+		e, err := Rewrite(tr, tasks)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		last := len(tr.Messages) - 1
+		if len(e.Replace) != 1 || e.Replace[last] == nil {
+			t.Fatalf("%s: replaced %v", name, e.Replace)
+		}
+		out, err := tr.Rebuild(e)
+		if err != nil || !gjson.ValidBytes(out) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m := gjson.GetBytes(out, "messages.@reverse.0")
+		text := m.Get("content").String()
+		if m.Get("content").IsArray() {
+			if name == "compaction_manual_request" && m.Get("content.0.type").Str != "tool_result" {
+				t.Fatalf("%s: tool_result no longer first", name)
+			}
+			text = m.Get("content.@reverse.0.text").Str
+		}
+		if !strings.Contains(text, "## Task t1") || !strings.Contains(text, "<summary></summary>") {
+			t.Fatalf("%s: brief missing: %q", name, text)
+		}
+		if gjson.GetBytes(out, "system").Raw != gjson.GetBytes(tr.Body, "system").Raw {
+			t.Fatalf("%s: system changed", name)
+		}
+	}
+}
+
+// TestSplitSummaryInsideSummaryTags: the <analysis> block, which may name
+// tasks, is no part of any section.
+func TestSplitSummaryInsideSummaryTags(t *testing.T) {
+	got := SplitSummary("<analysis>\n## Task a\nthinking</analysis>\n<summary>\n## Task a\nA\n## Task b\nB\n</summary>", []string{"a", "b"})
+	if got["a"] != "## Task a\nA" || got["b"] != "## Task b\nB" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// TestSummaryTextClaudeCode: the summary of Claude Code's continuation
+// message is the text between "Summary:" and its closing advice.
+func TestSummaryTextClaudeCode(t *testing.T) {
+	tr := claudeCode(t, "after_autocompaction_request")
+	s := SummaryText(tr, 0)
+	if !strings.HasPrefix(s, "1. Primary Request and Intent") || !strings.HasSuffix(s, "9. Optional Next Step: none.") {
+		t.Fatalf("%q", s)
+	}
+}

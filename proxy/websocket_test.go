@@ -262,3 +262,34 @@ func TestWebSocketOriginRefused(t *testing.T) {
 		t.Fatalf("err %v resp %v", err, resp)
 	}
 }
+
+// TestWebSocketPingAndLimit: rcm answers the client's pings itself, and a
+// frame over --max-body closes the client's connection with 1009.
+func TestWebSocketPingAndLimit(t *testing.T) {
+	srv, _ := setup(t, &wsUpstream{}, func(c *Config) { c.Mode = RCM; c.MaxBody = 64 << 10 })
+	c, _, err := dialCodex(t, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pong := make(chan string, 1)
+	c.c.SetPongHandler(func(s string) error { pong <- s; return nil })
+	if err := c.c.WriteControl(websocket.PingMessage, []byte("p1"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// Pongs are read by the reader: send a frame and read its answer.
+	c.send(frameOf(t, userItem("hi")), false)
+	select {
+	case s := <-pong:
+		if s != "p1" {
+			t.Fatalf("pong %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pong")
+	}
+	c.c.WriteMessage(websocket.TextMessage, frameOf(t, userItem(strings.Repeat("x", 100<<10))))
+	c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err = c.c.ReadMessage()
+	if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseMessageTooBig {
+		t.Fatalf("oversized frame: %v", err)
+	}
+}

@@ -50,36 +50,11 @@ func init() {
 }
 
 func parseResponses(body []byte) (*Transcript, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, ErrNotJSON
+	t, input, err := parseMember(body, OpenAIResponses, `"input"`)
+	if err != nil {
+		return nil, err
 	}
-	src := alias(body)
-	start := 0
-	for start < len(src) && isSpace(src[start]) {
-		start++
-	}
-	if start == len(src) || src[start] != '{' {
-		return nil, ErrNotObject
-	}
-	var (
-		input, cacheKey string
-		at              = -1
-	)
-	members(src, func(key, val string, off int) {
-		switch key {
-		case `"input"`:
-			if at < 0 {
-				input, at = val, off
-			}
-		case `"prompt_cache_key"`:
-			cacheKey = val
-		}
-	})
-	if at < 0 {
-		return nil, ErrNoMessages
-	}
-	t := &Transcript{Format: OpenAIResponses, Body: body, arrStart: at, arrEnd: at + len(input)}
-	if k := gjson.Parse(cacheKey); k.Type == gjson.String {
+	if k := gjson.GetBytes(body, "prompt_cache_key"); k.Type == gjson.String {
 		t.SessionKey = k.Str
 	}
 	switch {
@@ -90,17 +65,7 @@ func parseResponses(body []byte) (*Transcript, error) {
 		m.Raw = append(append([]byte(`{"role":"user","content":`), input...), '}')
 		t.Messages = []Message{m}
 	case strings.HasPrefix(input, "["):
-		var err error
-		elements(input, func(val string, off int) {
-			if err != nil {
-				return
-			}
-			var m Message
-			if m, err = responsesItem(body, val, at+off, len(t.Messages)); err == nil {
-				t.Messages = append(t.Messages, m)
-			}
-		})
-		if err != nil {
+		if err := t.readArray(input, responsesItem); err != nil {
 			return nil, err
 		}
 	default:

@@ -36,24 +36,7 @@ func TestResponsesGoldenCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := summary(tr)
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("summary differs from %s:\n%s", golden, got)
-			}
-			out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
-			if err != nil || !bytes.Equal(out, r.Body) {
-				t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
-			}
+			checkGolden(t, filepath.Join("testdata", "responses", name+".golden"), tr, r.Body)
 			// Each item is its exact bytes in the input array.
 			items := gjson.GetBytes(r.Body, "input").Array()
 			if len(items) != len(tr.Messages) {

@@ -72,6 +72,31 @@ func clip(s string, n int) string {
 	return s
 }
 
+// checkGolden compares what Parse understood of body with the golden file
+// (rewritten under -update), and checks that rebuilding with every turn
+// kept returns body.
+func checkGolden(t *testing.T, golden string, tr *Transcript, body []byte) {
+	t.Helper()
+	got := summary(tr)
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("summary differs from %s:\n%s", golden, got)
+	}
+	out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
+	if err != nil || !bytes.Equal(out, body) {
+		t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
+	}
+}
+
 func TestGoldenCaptures(t *testing.T) {
 	for _, name := range chatCaptures(t) {
 		t.Run(name, func(t *testing.T) {
@@ -80,24 +105,7 @@ func TestGoldenCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := summary(tr)
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("summary differs from %s:\n%s", golden, got)
-			}
-			out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
-			if err != nil || !bytes.Equal(out, body) {
-				t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".golden"), tr, body)
 		})
 	}
 }

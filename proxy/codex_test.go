@@ -20,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // codexVersion is the Codex CLI release of the captures in testdata/codex.
@@ -71,7 +72,8 @@ func codexBin(ctx context.Context, t *testing.T) string {
 // WebSocket, answering as ../shared/codex/fake_model_server.py does: a last
 // user message saying "RUN: cmd" gets one tool call running cmd (a custom
 // exec call in JavaScript when the request carries the additional_tools
-// item, else an exec_command function call), a tool output gets "Done.",
+// item, OpenCode's bash when it offers one, else an exec_command function
+// call), a tool output gets "Done.",
 // the compaction prompt a summary with one section per task, anything else
 // a short answer. A request whose last user message says "BIG" reports
 // 50000 input tokens, so that Codex compacts before its next turn.
@@ -184,10 +186,15 @@ func (m *codexModel) answer(raw, body []byte) []string {
 	case isUser && runRE.MatchString(lastUser):
 		cmd := strings.TrimSpace(runRE.FindStringSubmatch(lastUser)[1])
 		q, _ := json.Marshal(cmd)
-		if custom {
+		switch {
+		case gjson.GetBytes(body, `tools.#(name=="bash")`).Exists():
+			// OpenCode's OpenAI provider: its bash tool.
+			args, _ := json.Marshal(`{"command": ` + string(q) + `, "description": "Run the command"}`)
+			item = fmt.Sprintf(`{"id":"fc_%d","type":"function_call","status":"completed","name":"bash","call_id":"call_%d","arguments":%s}`, n, n, args)
+		case custom:
 			js, _ := json.Marshal("const r = await tools.exec_command({cmd: " + string(q) + "});\ntext(r);\n")
 			item = fmt.Sprintf(`{"id":"ctc_%d","type":"custom_tool_call","status":"completed","call_id":"call_%d","name":"exec","input":%s}`, n, n, js)
-		} else {
+		default:
 			args, _ := json.Marshal(`{"cmd": ` + string(q) + `}`)
 			item = fmt.Sprintf(`{"id":"fc_%d","type":"function_call","status":"completed","name":"exec_command","call_id":"call_%d","arguments":%s}`, n, n, args)
 		}
@@ -202,10 +209,46 @@ func (m *codexModel) answer(raw, body []byte) []string {
 	evs := []string{created}
 	output := ""
 	if item != "" {
-		evs = append(evs, fmt.Sprintf(`{"type":"response.output_item.done","output_index":0,"item":%s}`, item))
+		evs = append(evs, itemEvents(item)...)
 		output = item
 	}
 	return append(evs, fmt.Sprintf(`{"type":"response.completed","response":{"id":%q,"object":"response","status":"completed","output":[%s],"usage":{"input_tokens":%d,"input_tokens_details":{"cached_tokens":0},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":%d}}}`, id, output, tokens, tokens+12))
+}
+
+// itemEvents streams one output item as the API does: added (empty), its
+// deltas, done. The AI SDK (OpenCode) needs every step; Codex reads the
+// done item.
+func itemEvents(item string) []string {
+	it := gjson.Parse(item)
+	id := it.Get("id").Str
+	ev := func(typ, rest string) string {
+		return fmt.Sprintf(`{"type":%q,"item_id":%q,"output_index":0%s}`, typ, id, rest)
+	}
+	var added string
+	var mid []string
+	switch it.Get("type").Str {
+	case "message":
+		text, _ := json.Marshal(it.Get("content.0.text").Str)
+		added, _ = sjson.SetRaw(item, "content", "[]")
+		mid = []string{
+			ev("response.content_part.added", `,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`),
+			ev("response.output_text.delta", `,"content_index":0,"delta":`+string(text)),
+			ev("response.output_text.done", `,"content_index":0,"text":`+string(text)),
+			ev("response.content_part.done", `,"content_index":0,"part":`+it.Get("content.0").Raw),
+		}
+	case "function_call":
+		added, _ = sjson.Set(item, "arguments", "")
+		args := it.Get("arguments").Raw
+		mid = []string{ev("response.function_call_arguments.delta", `,"delta":`+args), ev("response.function_call_arguments.done", `,"arguments":`+args)}
+	case "custom_tool_call":
+		added, _ = sjson.Set(item, "input", "")
+		in := it.Get("input").Raw
+		mid = []string{ev("response.custom_tool_call_input.delta", `,"delta":`+in), ev("response.custom_tool_call_input.done", `,"input":`+in)}
+	}
+	added, _ = sjson.Set(added, "status", "in_progress")
+	out := []string{`{"type":"response.output_item.added","output_index":0,"item":` + added + `}`}
+	out = append(out, mid...)
+	return append(out, `{"type":"response.output_item.done","output_index":0,"item":`+item+`}`)
 }
 
 // since returns the calls recorded from index i on.

@@ -11,10 +11,12 @@ import (
 )
 
 // Meter wraps the proxy's handler and keeps each harness session's
-// accounting (Usage), keyed by the x-session-id header OpenCode sends on
-// every call: the proxy's token estimates from its X-RCM-Tokens-In/Out
-// response headers, and the upstream's usage read from the answer (the
-// streamed usage chunk, or the JSON body's usage). Answers pass through
+// accounting (Usage) of its chat-completions and Messages calls, keyed by
+// the x-session-id header OpenCode sends on every call (Claude Code's
+// X-Claude-Code-Session-Id): the proxy's token estimates from its
+// X-RCM-Tokens-In/Out response headers, and the upstream's usage read from
+// the answer (the streamed usage chunk or Anthropic's message_start and
+// message_delta events, or the JSON body's usage). Answers pass through
 // unchanged and unbuffered.
 type Meter struct {
 	next http.Handler
@@ -46,7 +48,11 @@ func (m *Meter) Usage(session string) Usage {
 
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("X-Session-Id")
-	if sid == "" || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	if sid == "" {
+		sid = r.Header.Get("X-Claude-Code-Session-Id")
+	}
+	call := strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/messages")
+	if sid == "" || r.Method != http.MethodPost || !call {
 		m.next.ServeHTTP(w, r)
 		return
 	}
@@ -58,11 +64,26 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.SentTokens = headerInt(mw.header, "X-RCM-Tokens-In")
 	u.ForwardedTokens = headerInt(mw.header, "X-RCM-Tokens-Out")
-	if mw.usage.Exists() {
+	switch {
+	case mw.usage.Get("prompt_tokens").Exists():
 		u.UsageCalls = 1
 		u.PromptTokens = int(mw.usage.Get("prompt_tokens").Int())
 		u.CachedTokens = int(mw.usage.Get("prompt_tokens_details.cached_tokens").Int())
 		u.CompletionTokens = int(mw.usage.Get("completion_tokens").Int())
+	case mw.usage.Exists() || mw.start.Exists():
+		// Anthropic: message_start holds the input side, message_delta
+		// the output (a later value of a field wins); input_tokens leaves
+		// out the cached prompt, read or written.
+		get := func(k string) int {
+			if v := mw.usage.Get(k); v.Exists() {
+				return int(v.Int())
+			}
+			return int(mw.start.Get(k).Int())
+		}
+		u.UsageCalls = 1
+		u.CachedTokens = get("cache_read_input_tokens")
+		u.PromptTokens = get("input_tokens") + u.CachedTokens + get("cache_creation_input_tokens")
+		u.CompletionTokens = get("output_tokens")
 	}
 	m.mu.Lock()
 	m.sessions[sid] = m.sessions[sid].Add(u)
@@ -86,6 +107,7 @@ type meterWriter struct {
 	body   []byte
 	sse    bool
 	usage  gjson.Result
+	start  gjson.Result // Anthropic's message_start usage
 }
 
 // maxMetered bounds what is kept of a non-streamed answer or of one event line.
@@ -128,8 +150,12 @@ func (w *meterWriter) scan(p []byte) {
 		w.line = append(w.line, p[:i]...)
 		p = p[i+1:]
 		if data, ok := bytes.CutPrefix(bytes.TrimSpace(w.line), []byte("data:")); ok && bytes.Contains(data, []byte(`"usage"`)) {
-			if u := gjson.GetBytes(bytes.TrimSpace(data), "usage"); u.IsObject() {
+			d := bytes.TrimSpace(data)
+			if u := gjson.GetBytes(d, "usage"); u.IsObject() {
 				w.usage = gjson.Parse(strings.Clone(u.Raw)) // line is reused
+			}
+			if u := gjson.GetBytes(d, "message.usage"); u.IsObject() {
+				w.start = gjson.Parse(strings.Clone(u.Raw))
 			}
 		}
 		w.line = w.line[:0]

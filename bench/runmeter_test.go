@@ -54,3 +54,37 @@ func TestMeter(t *testing.T) {
 		t.Errorf("threshold %q, other %+v", m.Threshold("ses_1"), m.Usage("other"))
 	}
 }
+
+// TestMeterMessages: Anthropic's usage (input in message_start, output in
+// message_delta; cached prompt outside input_tokens) counts as prompt,
+// cached and completion tokens, keyed by Claude Code's session header.
+func TestMeterMessages(t *testing.T) {
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":85,\"output_tokens\":1}}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("json") != "" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"type":"message","content":[],"usage":{"input_tokens":3,"cache_read_input_tokens":0,"output_tokens":2}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	})
+	srv := httptest.NewServer(NewMeter(proxy))
+	defer srv.Close()
+	m := srv.Config.Handler.(*Meter)
+	for _, q := range []string{"?beta=true", "?json=1"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/messages"+q, strings.NewReader("{}"))
+		req.Header.Set("X-Claude-Code-Session-Id", "cc_1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	want := Usage{Calls: 2, UsageCalls: 2, PromptTokens: 103, CachedTokens: 85, CompletionTokens: 14}
+	if got := m.Usage("cc_1"); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}

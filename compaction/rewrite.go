@@ -3,7 +3,6 @@ package compaction
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/rcm-dev/rcm/memory"
@@ -34,13 +33,13 @@ const (
 	checkpointTag   = "CONTEXT CHECKPOINT COMPACTION"
 )
 
-// promptMarks is, per format, the texts that mark the last user message as
-// the summarisation prompt: OpenCode's <conversation>, Claude Code's
-// instruction (appended to the last user message, or sent as one), Codex's
-// context checkpoint (OpenCode's Responses provider sends <conversation>).
+// promptMarks are the texts that mark the last user message as the
+// summarisation prompt, per format: OpenCode's <conversation> (in any),
+// Claude Code's instruction (appended to the last user message, or sent as
+// one), Codex's context checkpoint.
 var promptMarks = map[transcript.Format][]string{
 	transcript.OpenAIChat:        {conversationTag},
-	transcript.AnthropicMessages: {transcript.SummarizeInstruction},
+	transcript.AnthropicMessages: {conversationTag, transcript.SummarizeInstruction},
 	transcript.OpenAIResponses:   {conversationTag, checkpointTag},
 }
 
@@ -77,10 +76,10 @@ func Rewrite(t *transcript.Transcript, tasks []TaskState) (transcript.Edit, erro
 	}
 	i := prompt(t)
 	if i < 0 {
-		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, promptMarks[t.Format])
+		return keep, fmt.Errorf("%w: the last user message lacks %q", ErrNotCompaction, strings.Join(promptMarks[t.Format], `" or "`))
 	}
 	brief := taskBrief(tasks)
-	if t.Format == transcript.AnthropicMessages {
+	if strings.Contains(t.Messages[i].Text(), transcript.SummarizeInstruction) {
 		brief += summaryContract
 	}
 	raw, err := appendText(t.Messages[i].Raw, brief)
@@ -96,9 +95,10 @@ func prompt(t *transcript.Transcript) int {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
-			text := m.Text()
-			if slices.ContainsFunc(promptMarks[t.Format], func(mark string) bool { return strings.Contains(text, mark) }) {
-				return i
+			for _, mark := range promptMarks[t.Format] {
+				if strings.Contains(m.Text(), mark) {
+					return i
+				}
 			}
 			return -1
 		}

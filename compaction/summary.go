@@ -178,7 +178,9 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 	}
 	tr := t.Turns[turn]
 	if t.Format == transcript.AnthropicMessages {
-		return scopeContinued(t, tr.Start, task, sections)
+		if _, ok := continued(t.Messages[tr.Start].Raw); ok {
+			return scopeContinued(t, tr.Start, task, sections)
+		}
 	}
 	answer := -1
 	for i := tr.Start + 1; i < tr.End && answer < 0; i++ {
@@ -235,20 +237,18 @@ const (
 	continuedAfter   = "\n\nIf you need specific details from before compaction"
 )
 
-// SummaryText returns the summary a Summary turn of t holds: the answer to
-// OpenCode's recap question, or the summary inside Claude Code's
-// continuation message; "" when there is none.
+// SummaryText returns the summary a Summary turn of t holds: the summary
+// inside Claude Code's continuation message, else the answer to OpenCode's
+// recap question; "" when there is none.
 func SummaryText(t *transcript.Transcript, turn int) string {
 	if turn < 0 || turn >= len(t.Turns) || t.Turns[turn].Kind != transcript.Summary {
 		return ""
 	}
 	tr := t.Turns[turn]
 	if t.Format == transcript.AnthropicMessages {
-		c, ok := continued(t.Messages[tr.Start].Raw)
-		if !ok {
-			return ""
+		if c, ok := continued(t.Messages[tr.Start].Raw); ok {
+			return c.summary
 		}
-		return c.summary
 	}
 	for i := tr.Start + 1; i < tr.End; i++ {
 		if t.Messages[i].Role == "assistant" {

@@ -88,6 +88,14 @@ func addText(b *strings.Builder, s string) {
 // messagesKind tells Claude Code's summarisation call by its instruction in
 // the last user message, and a subagent's calls by their agent id header.
 func messagesKind(t *Transcript, h http.Header) Kind {
+	// OpenCode's side calls through its Anthropic provider say what they
+	// are in the system field, as they do in chat's system message.
+	switch system := contentText(gjson.GetBytes(t.Body, "system")); {
+	case strings.HasPrefix(system, titlePrompt):
+		return Title
+	case strings.HasPrefix(system, compactionPrompt):
+		return Compaction
+	}
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]
 		if m.Role == "user" {
@@ -105,8 +113,9 @@ func messagesKind(t *Transcript, h http.Header) Kind {
 
 // opensMessagesTurn: a user message with text opens a turn, unless it
 // begins by answering tool calls (Claude Code's tool_result messages, which
-// may carry text after the results); the message holding a compaction's
-// summary opens a Summary turn.
+// may carry text after the results); Claude Code's message holding a
+// compaction's summary opens a Summary turn; OpenCode's own messages follow
+// its chat rule.
 func opensMessagesTurn(ms []Message, i int) (TurnKind, bool) {
 	m := &ms[i]
 	if m.Role != "user" || strings.TrimSpace(m.text) == "" || firstBlockIs(m.Raw, "tool_result") {
@@ -115,7 +124,7 @@ func opensMessagesTurn(ms []Message, i int) (TurnKind, bool) {
 	if strings.HasPrefix(strings.TrimSpace(m.text), continuedPrefix) {
 		return Summary, true
 	}
-	return Request, true
+	return opensTurn(ms, i)
 }
 
 // firstBlockIs reports whether the message's content is a block list whose

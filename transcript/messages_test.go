@@ -268,3 +268,23 @@ func FuzzMessages(f *testing.F) {
 		}
 	})
 }
+
+// TestMessagesOpenCodeKinds: OpenCode's side calls through its Anthropic
+// provider carry their prompt in the system field; its recap after a
+// compaction opens a Summary turn as in chat.
+func TestMessagesOpenCodeKinds(t *testing.T) {
+	for body, want := range map[string]Kind{
+		`{"system":[{"type":"text","text":"You are a title generator. You output ONLY a thread title."}],"messages":[{"role":"user","content":"x"}]}`: Title,
+		`{"system":"You are a context summarization agent.","messages":[{"role":"user","content":"<conversation>x</conversation>"}]}`:                 Compaction,
+		`{"system":"You are opencode.","messages":[{"role":"user","content":"x"}]}`:                                                                   Agent,
+	} {
+		tr, err := Parse(AnthropicMessages, []byte(body), nil)
+		if err != nil || tr.Kind != want {
+			t.Errorf("%s: kind %v (%v), want %s", body, tr.Kind, err, want)
+		}
+	}
+	tr, err := Parse(AnthropicMessages, []byte(`{"messages":[{"role":"user","content":"What did we do so far?"},{"role":"assistant","content":[{"type":"text","text":"## Task a"}]},{"role":"user","content":[{"type":"text","text":"Continue if you have next steps"}]},{"role":"user","content":"next"}]}`), nil)
+	if err != nil || len(tr.Turns) != 2 || tr.Turns[0].Kind != Summary || tr.Turns[1].Start != 3 {
+		t.Fatalf("turns %+v (%v)", tr.Turns, err)
+	}
+}

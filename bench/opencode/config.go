@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -37,10 +38,20 @@ type Config struct {
 	Model string
 	// SmallModel answers side calls such as titles. Default: Model.
 	SmallModel string
-	// APIKey is sent as the bearer token. Empty sends none, so that rcm
-	// injects its own --upstream-key.
+	// APIKey is sent as the bearer token (as x-api-key by the Anthropic
+	// provider). Empty sends none, so that rcm injects its own
+	// --upstream-key.
 	APIKey string
+	// NPM is the provider package: NPMChat (default) calls
+	// /v1/chat/completions, NPMAnthropic /v1/messages.
+	NPM string
 }
+
+// Provider packages built into OpenCode.
+const (
+	NPMChat      = "@ai-sdk/openai-compatible"
+	NPMAnthropic = "@ai-sdk/anthropic"
+)
 
 // Model is one model as OpenCode sees it.
 type Model struct {
@@ -120,7 +131,7 @@ func (c Config) JSON() ([]byte, error) {
 			return nil, fmt.Errorf("opencode: config: mode %q: want one of %s", mode, strings.Join(Modes, ", "))
 		}
 		p := providerJSON{
-			NPM:     "@ai-sdk/openai-compatible",
+			NPM:     cmp.Or(c.NPM, NPMChat),
 			Name:    "rcm, " + mode + " mode",
 			Options: optionsJSON{BaseURL: root + "/" + mode + "/v1", APIKey: c.APIKey},
 			Models:  map[string]modelJSON{},

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// claudeVersion is the Claude Code release of the captures.
+const claudeVersion = "2.1.332"
+
+// claudeInstall returns the claude binary of claudeVersion, installing it
+// from npm into ~/.cache/rcm when absent. It skips when that cannot be
+// done, unless CI is set and RCM_REQUIRE_CLAUDE=1, where that fails.
+func claudeInstall(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	fail := func(err error) {
+		if os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_CLAUDE") == "1" {
+			t.Fatalf("Claude Code %s is required here (CI, RCM_REQUIRE_CLAUDE=1) but cannot be installed: %v", claudeVersion, err)
+		}
+		t.Skipf("skipping: Claude Code %s cannot be installed from npm here: %v (CI=true RCM_REQUIRE_CLAUDE=1 makes this a failure)", claudeVersion, err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		fail(err)
+	}
+	dir := filepath.Join(cache, "rcm", "claude-code-"+claudeVersion)
+	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
+	works := func() bool {
+		out, err := exec.CommandContext(ctx, bin, "--version").Output()
+		return err == nil && strings.HasPrefix(string(out), claudeVersion)
+	}
+	if works() {
+		return bin
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error",
+		"@anthropic-ai/claude-code@"+claudeVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fail(fmt.Errorf("npm install: %v: %s", err, out))
+	}
+	if !works() {
+		fail(errors.New("installed binary does not run"))
+	}
+	return bin
+}
+
+// claudeUpstream is a scripted Anthropic Messages API: "RUN: cmd" in the
+// latest request makes it call Bash with cmd, a tool result makes it
+// report it, a summarisation call gets a <summary> with one "## Task"
+// section per <task> rcm listed (one section when none), count_tokens a
+// count.
+type claudeUpstream struct {
+	bash string // the shell tool's name: Claude Code's "Bash" (default), OpenCode's "bash"
+
+	mu     sync.Mutex
+	bodies [][]byte
+	n      int
+}
+
+var (
+	runMark = regexp.MustCompile(`RUN: ([^\n]+)`)
+	taskTag = regexp.MustCompile(`<task id="([^"]+)"[^>]*>\n(?:Workspace: [^\n]*\n)?<requirement>([^<]*)</requirement>`)
+)
+
+func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	u.bodies = append(u.bodies, body)
+	u.n++
+	id := fmt.Sprintf("msg_%04d", u.n)
+	u.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, "/count_tokens") {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"input_tokens":1000}`)
+		return
+	}
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	if err != nil || len(tr.Messages) == 0 {
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
+		return
+	}
+	last := &tr.Messages[len(tr.Messages)-1]
+	for i := len(tr.Messages) - 1; i >= 0 && last.Role != "user"; i-- {
+		last = &tr.Messages[i]
+	}
+	switch {
+	case tr.Kind == transcript.Title:
+		writeMessagesStream(w, id, "Two tasks")
+	case tr.Kind == transcript.Compaction:
+		var b strings.Builder
+		b.WriteString("<analysis>The conversation so far.</analysis>\n<summary>\nShared: one project.\n")
+		tasks := taskTag.FindAllStringSubmatch(last.Text(), -1)
+		for _, m := range tasks {
+			fmt.Fprintf(&b, "\n## Task %s\n### Objective\n- %s\n", m[1], m[2])
+		}
+		if len(tasks) == 0 {
+			b.WriteString("\nAll requests so far were done.\n")
+		}
+		b.WriteString("</summary>")
+		writeMessagesStream(w, id, b.String())
+	case len(last.Results) > 0:
+		writeMessagesStream(w, id, "Done: "+strings.TrimSpace(last.Results[len(last.Results)-1].Text()))
+	case runMark.MatchString(last.Text()):
+		cmd := runMark.FindStringSubmatch(last.Text())[1]
+		writeMessagesStream(w, id, "I will run it.", toolUse{ID: "toolu_" + id, Name: cmp.Or(u.bash, "Bash"), Input: map[string]any{"command": cmd, "description": "Run the requested command"}})
+	default:
+		writeMessagesStream(w, id, "OK.")
+	}
+}
+
+func (u *claudeUpstream) since(n int) [][]byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([][]byte(nil), u.bodies[n:]...)
+}
+
+func (u *claudeUpstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.bodies)
+}
+
+// TestClaudeCodeThroughRCM runs the real Claude Code (from npm) through rcm
+// in each mode against the scripted upstream: task alpha in one folder,
+// task beta in another (--continue), back to alpha (--resume), /compact,
+// back to beta. Claude Code must accept every answer (its runs succeed and
+// the files appear); native forwards every body unchanged; router and rcm
+// route each call to its task and forward none of the other task's turns;
+// rcm adds the returning task's record, briefs the summarisation call with
+// both tasks, and after it each task sees only its own summary section.
+func TestClaudeCodeThroughRCM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Claude Code client")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	bin := claudeInstall(ctx, t)
+	for _, mode := range []string{"native", "router", "rcm"} {
+		t.Run(mode, func(t *testing.T) { claudeSession(ctx, t, bin, mode) })
+	}
+}
+
+func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
+	up := &claudeUpstream{}
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &ocTap{next: h}
+	rcm := httptest.NewServer(tap)
+	t.Cleanup(func() { rcm.Close(); h.Close() })
+
+	home, project := t.TempDir(), t.TempDir()
+	alpha, beta := filepath.Join(project, "alpha"), filepath.Join(project, "beta")
+	for _, d := range []string{filepath.Join(home, ".claude"), alpha, beta} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + rcm.URL + "/" + mode,
+		"ANTHROPIC_API_KEY=sk-test-client", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "DISABLE_BUG_COMMAND=1", "IS_SANDBOX=1", "NO_PROXY=127.0.0.1,localhost"}
+	type run struct {
+		calls    []ocCall
+		upstream [][]byte
+	}
+	claude := func(args ...string) (run, map[string]any) {
+		t.Helper()
+		seen, sent := len(tap.snapshot()), up.count()
+		cmd := exec.CommandContext(ctx, bin, append(append([]string{"-p"}, args...), "--output-format", "json", "--allowedTools", "Bash")...)
+		cmd.Dir, cmd.Env = project, env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		h.after.Wait()
+		var res map[string]any
+		if err != nil || json.Unmarshal(out, &res) != nil || res["is_error"] == true {
+			t.Fatalf("claude %q: %v\n%s\n%s", args, err, out, stderr.String())
+		}
+		return run{calls: tap.snapshot()[seen:], upstream: up.since(sent)}, res
+	}
+	r1, res := claude("[task: alpha] In " + alpha + " create a.txt. RUN: echo alpha-one > " + alpha + "/a.txt")
+	sid, _ := res["session_id"].(string)
+	r2, _ := claude("[task: beta] In "+beta+" create b.txt. RUN: echo beta-one > "+beta+"/b.txt", "--continue")
+	r3, _ := claude("[task: alpha] Back in "+alpha+": show the file. RUN: cat "+alpha+"/a.txt", "--resume", sid)
+	r4, _ := claude("/compact", "--continue")
+	r5, _ := claude("[task: beta] Back in "+beta+": show the file. RUN: cat "+beta+"/b.txt", "--continue")
+
+	for f, want := range map[string]string{filepath.Join(alpha, "a.txt"): "alpha-one\n", filepath.Join(beta, "b.txt"): "beta-one\n"} {
+		if b, err := os.ReadFile(f); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v: Claude Code did not run the scripted command", f, b, err)
+		}
+	}
+	all := []run{r1, r2, r3, r4, r5}
+	for i, r := range all {
+		if len(r.calls) == 0 || len(r.calls) != len(r.upstream) {
+			t.Fatalf("run %d: %d calls, %d reached the upstream", i+1, len(r.calls), len(r.upstream))
+		}
+		for j, c := range r.calls {
+			if c.status != http.StatusOK || c.fallback == FallbackError {
+				t.Errorf("run %d call %d: status %d fallback %q", i+1, j, c.status, c.fallback)
+			}
+			if c.header.Get("X-Claude-Code-Session-Id") != sid || c.resp.Get(HeaderSession) != sid {
+				t.Errorf("run %d call %d: session %q / %q, want %s", i+1, j, c.header.Get("X-Claude-Code-Session-Id"), c.resp.Get(HeaderSession), sid)
+			}
+			if mode == "native" && !bytes.Equal(c.body, r.upstream[j]) {
+				t.Errorf("native run %d call %d: body changed", i+1, j)
+			}
+			if mode != "native" {
+				if err := checkMessages(r.upstream[j]); err != nil {
+					t.Errorf("%s run %d call %d: %v", mode, i+1, j, err)
+				}
+			}
+		}
+	}
+	t.Logf("%s: %d runs, calls per run %d %d %d %d %d", mode, len(all), len(r1.calls), len(r2.calls), len(r3.calls), len(r4.calls), len(r5.calls))
+	if mode == "native" {
+		return
+	}
+	taskA, taskB := r1.calls[0].resp.Get(HeaderTask), r2.calls[0].resp.Get(HeaderTask)
+	if taskA == "" || taskA == taskB {
+		t.Fatalf("tasks alpha %q beta %q", taskA, taskB)
+	}
+	t.Logf("%s: alpha is %s, beta is %s; after /compact beta's call got: %.400s", mode, taskA, taskB,
+		strings.ReplaceAll(string(r5.upstream[0][bytes.Index(r5.upstream[0], []byte(`"messages"`)):]), "\\n", " "))
+	routed := func(r run, name, task, own, other string) {
+		t.Helper()
+		for j, c := range r.calls {
+			if got := c.resp.Get(HeaderTask); got != task {
+				t.Errorf("%s call %d: task %q, want %q", name, j, got, task)
+			}
+			body := string(r.upstream[j])
+			if strings.Contains(body, other) || !strings.Contains(body, own) {
+				t.Errorf("%s call %d: forwarded the other task's turns (%v) or lost its own (%v)", name, j, strings.Contains(body, other), !strings.Contains(body, own))
+			}
+		}
+	}
+	routed(r2, "beta", taskB, "echo beta-one", "echo alpha-one")
+	routed(r3, "alpha again", taskA, "echo alpha-one", "echo beta-one")
+	if mode == "rcm" {
+		rec := string(r3.upstream[0])
+		if !strings.Contains(rec, "<rcm-task-state task=\\\""+taskA) || strings.Contains(rec, "<rcm-task-state task=\\\""+taskB) {
+			t.Errorf("alpha's return lacks alpha's record or has beta's")
+		}
+		comp := string(r4.upstream[0])
+		if r4.calls[0].fallback != FallbackSideCall || !strings.Contains(comp, `<task id=\"`+taskA) || !strings.Contains(comp, `<task id=\"`+taskB) {
+			t.Errorf("summarisation call not briefed with both tasks (fallback %q)", r4.calls[0].fallback)
+		}
+		after := string(r5.upstream[0])
+		if !strings.Contains(after, "## Task "+taskB) || strings.Contains(after, "## Task "+taskA) {
+			t.Errorf("after compaction beta sees %v its section and %v alpha's", strings.Contains(after, "## Task "+taskB), strings.Contains(after, "## Task "+taskA))
+		}
+	}
+	if got := r5.calls[0].resp.Get(HeaderTask); got != taskB {
+		t.Errorf("after compaction: task %q, want beta's %q", got, taskB)
+	}
+}
+
+func (tp *ocTap) snapshot() []ocCall {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return append([]ocCall(nil), tp.seen...)
+}

@@ -224,6 +224,27 @@ func TestResponsesCompaction(t *testing.T) {
 			t.Errorf("record %s summary %q", rc.Task, rc.Summary)
 		}
 	}
+	// Codex's next call: the earlier requests, the new one (back to task
+	// 1), then the summary in a user message of its own. Task 1's call sees
+	// the summary's shared text and its own section only.
+	rec.answer = responsesAnswer("ok")
+	items = gjson.GetBytes(body, "input").Array()
+	after := []string{}
+	for _, it := range items[:6] {
+		after = append(after, it.Raw)
+	}
+	after = append(after, userItem(reqs[0]), userItem(reqs[1]), userItem(switchRequests[2]),
+		userItem("Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary:\nShared: one checkout.\n"+summary))
+	body, _ = sjson.SetRawBytes(body, "input", []byte("["+strings.Join(after, ",")+"]"))
+	resp = post(t, srv.URL+"/rcm/v1/responses", body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	got, _ = rec.last(t)
+	fwd := gjson.GetBytes(got, "input").Array()
+	sum := fwd[len(fwd)-1].Get("content").String()
+	if resp.Header.Get(HeaderTask) != "t1" || !strings.Contains(sum, "Another language model") || !strings.Contains(sum, "Shared: one checkout.") ||
+		!strings.Contains(sum, "ORM compiler crash") || strings.Contains(sum, "URL validator test") {
+		t.Fatalf("task %q, forwarded summary %q", resp.Header.Get(HeaderTask), sum)
+	}
 }
 
 // TestResponsesSession: Codex's session-id, else thread-id, else the body's

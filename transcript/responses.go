@@ -124,6 +124,25 @@ func responsesItem(body []byte, raw string, at, i int) (Message, error) {
 	return m, nil
 }
 
+// Summaries returns the indexes of the messages that carry a
+// post-compaction summary for every task outside a Summary turn: Codex's
+// "Another language model started ..." message, which comes after the
+// request it precedes in time and so opens no turn.
+func (t *Transcript) Summaries() []int {
+	var out []int
+	if t.Format != OpenAIResponses {
+		return nil
+	}
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		if m.Role == "developer" && gjson.GetBytes(m.Raw, "role").Str == "user" &&
+			strings.HasPrefix(strings.TrimLeft(m.Text(), " \t\r\n"), codexSummary) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 func codexInjected(text string) bool {
 	text = strings.TrimLeft(text, " \t\r\n")
 	for _, p := range codexContext {

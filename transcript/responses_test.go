@@ -306,3 +306,18 @@ func TestReadResponsesEvent(t *testing.T) {
 		t.Error("a chat chunk read as a Responses event")
 	}
 }
+
+func TestResponsesSummaries(t *testing.T) {
+	r := capture.Codex(t, "after_compaction_request")
+	tr, err := Parse(OpenAIResponses, r.Body, r.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Summaries(); len(got) != 1 || got[0] != len(tr.Messages)-1 {
+		t.Errorf("summaries %v, want the last item", got)
+	}
+	r = capture.Codex(t, "resume_by_id_request")
+	if tr, _ = Parse(OpenAIResponses, r.Body, r.Header); len(tr.Summaries()) != 0 {
+		t.Errorf("summaries in a call without compaction: %v", tr.Summaries())
+	}
+}

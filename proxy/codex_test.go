@@ -158,9 +158,9 @@ func (m *codexModel) answer(raw, body []byte) []string {
 		default:
 			last = it
 			if it.Get("role").Str == "user" {
-				lastUser = it.Get("content.0.text").Str
-				if it.Get("content").Type == gjson.String {
-					lastUser = it.Get("content").Str
+				lastUser = it.Get("content").Str
+				if it.Get("content").IsArray() {
+					lastUser = strings.Join(stringsOf(it.Get("content.#.text").Array()), "\n")
 				}
 			}
 		}
@@ -465,6 +465,21 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	if brief := strings.Contains(string(compaction.full), `<task id=\"alpha\"`) && strings.Contains(string(compaction.full), `<task id=\"beta\"`); brief != (mode == "rcm") {
 		t.Errorf("compaction call with one section per task: %v (mode %s)", brief, mode)
 	}
+	// After compaction, the returning task's calls carry the summary; in
+	// rcm mode only its own section of it.
+	var post int
+	for _, c := range after {
+		if c.kind != "turn" || !strings.Contains(string(c.full), "Summary of task alpha") {
+			continue
+		}
+		post++
+		if other := strings.Contains(string(c.full), "Summary of task beta"); other != (mode != "rcm") {
+			t.Errorf("post-compaction call holds the other task's section: %v (mode %s)", other, mode)
+		}
+	}
+	if post == 0 && mode == "rcm" {
+		t.Errorf("no post-compaction call carried the task-aware summary (kinds %v)", kinds(after))
+	}
 	if mode == "native" && !ws {
 		// What Codex sent is what the upstream got, byte for byte.
 		sent := map[string]int{}
@@ -489,6 +504,14 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 			t.Errorf("rcm named tasks %v", tasks)
 		}
 	}
+}
+
+func stringsOf(rs []gjson.Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Str
+	}
+	return out
 }
 
 func kinds(cs []codexCall) []string {

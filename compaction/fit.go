@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // Report says what Fit did.
@@ -185,11 +187,21 @@ func (f *fitter) condense(ti int) bool {
 		if !f.kept[i] || len(m.Raw) <= longText {
 			continue
 		}
-		text := m.Text()
-		if len(text) <= longText {
+		if _, replaced := f.replace[i]; replaced {
 			continue
 		}
-		if _, replaced := f.replace[i]; replaced {
+		if f.t.Format == transcript.AnthropicMessages {
+			// Tool calls and results are blocks of the content: cut
+			// inside the blocks so that every pair stays whole.
+			if raw, ok := condenseBlocks(m.Raw, m.Role == "assistant"); ok {
+				f.bytes -= len(m.Raw) - len(raw)
+				f.setReplace(i, raw)
+				cutAny = true
+			}
+			continue
+		}
+		text := m.Text()
+		if len(text) <= longText {
 			continue
 		}
 		var what string
@@ -241,6 +253,47 @@ func cut(s, what string) string {
 	}
 	return s[:head] + "\n[rcm: cut " + strconv.Itoa(tail-head) + " of " + strconv.Itoa(len(s)) +
 		" bytes of " + what + "]\n" + s[tail:]
+}
+
+// condenseBlocks cuts, in an Anthropic message, the long texts of its
+// tool_result blocks (tool output, a string or text blocks) and, in an
+// assistant's, of its text blocks (a user's are its requests); every block
+// and field else keeps its bytes. It reports false when nothing was cut.
+func condenseBlocks(raw []byte, assistant bool) ([]byte, bool) {
+	out, cutAny := raw, false
+	set := func(path, text, what string) {
+		if len(text) <= longText {
+			return
+		}
+		q, err := quote(cut(text, what))
+		if err != nil {
+			return
+		}
+		if o, err := sjson.SetRawBytes(out, path, q); err == nil {
+			out, cutAny = o, true
+		}
+	}
+	for i, b := range gjson.GetBytes(raw, "content").Array() {
+		p := "content." + strconv.Itoa(i)
+		switch b.Get("type").Str {
+		case "text":
+			if assistant {
+				set(p+".text", b.Get("text").Str, "assistant text")
+			}
+		case "tool_result":
+			c := b.Get("content")
+			if c.Type == gjson.String {
+				set(p+".content", c.Str, "tool output")
+				continue
+			}
+			for j, cb := range c.Array() {
+				if cb.Get("type").Str == "text" {
+					set(p+".content."+strconv.Itoa(j)+".text", cb.Get("text").Str, "tool output")
+				}
+			}
+		}
+	}
+	return out, cutAny && len(out) < len(raw)
 }
 
 func system(role string) bool { return role == "system" || role == "developer" }

@@ -78,3 +78,37 @@ func TestSummaryTextClaudeCode(t *testing.T) {
 		t.Fatalf("%q", s)
 	}
 }
+
+// TestFitMessagesKeepsPairs: condensing a Claude Code turn cuts the long
+// tool output inside its tool_result block and the long text inside its
+// text block; the tool_use, its result's id, the thinking block and the
+// user's request stay.
+func TestFitMessagesKeepsPairs(t *testing.T) {
+	long := strings.Repeat("line of output\n", 1000)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"first task"},{"type":"text","text":` + mustQuote(t, long) + `}]},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(t, long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(t, long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]},` +
+		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]}`)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, 12000, 1)
+	if rep.Condensed != 1 || rep.Dropped != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	out, err := tr.Rebuild(e)
+	if err != nil || !gjson.ValidBytes(out) || len(out) >= len(body)*2/3 {
+		t.Fatalf("rebuilt %d of %d bytes (%v)", len(out), len(body), err)
+	}
+	as, us := gjson.GetBytes(out, "messages.1.content"), gjson.GetBytes(out, "messages.2.content")
+	if as.Get("0.signature").Str != "s" || as.Get("2.id").Str != "u1" || !strings.Contains(as.Get("1.text").Str, "[rcm: cut") {
+		t.Fatalf("assistant blocks: %s", as.Raw)
+	}
+	if gjson.GetBytes(out, "messages.0").Raw != string(tr.Messages[0].Raw) {
+		t.Fatal("the request was cut")
+	}
+	if us.Get("0.tool_use_id").Str != "u1" || !strings.Contains(us.Get("0.content").Str, "[rcm: cut") || !strings.Contains(us.Get("1.content.0.text").Str, "[rcm: cut") {
+		t.Fatalf("tool results: %.300s", us.Raw)
+	}
+}

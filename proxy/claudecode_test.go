@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/transcript"
+	"github.com/tidwall/gjson"
 )
 
 // claudeVersion is the Claude Code release of the captures.
@@ -70,8 +71,8 @@ func claudeInstall(ctx context.Context, t *testing.T) string {
 // claudeUpstream is a scripted Anthropic Messages API: "RUN: cmd" in the
 // latest request makes it call Bash with cmd, a tool result makes it
 // report it, a summarisation call gets a <summary> with one "## Task"
-// section per <task> rcm listed (one section when none), count_tokens a
-// count.
+// section per <task> rcm listed (one section when none), "AGENT: prompt"
+// a subagent (the Agent tool) given prompt, count_tokens a count.
 type claudeUpstream struct {
 	bash string // the shell tool's name: Claude Code's "Bash" (default), OpenCode's "bash"
 
@@ -81,8 +82,9 @@ type claudeUpstream struct {
 }
 
 var (
-	runMark = regexp.MustCompile(`RUN: ([^\n]+)`)
-	taskTag = regexp.MustCompile(`<task id="([^"]+)"[^>]*>\n(?:Workspace: [^\n]*\n)?<requirement>([^<]*)</requirement>`)
+	runMark   = regexp.MustCompile(`RUN: ([^\n]+)`)
+	agentMark = regexp.MustCompile(`AGENT: ([^\n]+)`)
+	taskTag   = regexp.MustCompile(`<task id="([^"]+)"[^>]*>\n(?:Workspace: [^\n]*\n)?<requirement>([^<]*)</requirement>`)
 )
 
 func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -123,6 +125,10 @@ func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMessagesStream(w, id, b.String())
 	case len(last.Results) > 0:
 		writeMessagesStream(w, id, "Done: "+strings.TrimSpace(last.Results[len(last.Results)-1].Text()))
+	case agentMark.MatchString(last.Text()) && gjson.GetBytes(body, `tools.#(name=="Agent")`).Exists():
+		writeMessagesStream(w, id, "", toolUse{ID: "toolu_" + id, Name: "Agent", Input: map[string]any{
+			"description": "Run it in a subagent", "prompt": agentMark.FindStringSubmatch(last.Text())[1],
+			"subagent_type": "general-purpose", "run_in_background": false}})
 	case runMark.MatchString(last.Text()):
 		cmd := runMark.FindStringSubmatch(last.Text())[1]
 		writeMessagesStream(w, id, "I will run it.", toolUse{ID: "toolu_" + id, Name: cmp.Or(u.bash, "Bash"), Input: map[string]any{"command": cmd, "description": "Run the requested command"}})
@@ -145,10 +151,11 @@ func (u *claudeUpstream) count() int {
 
 // TestClaudeCodeThroughRCM runs the real Claude Code (from npm) through rcm
 // in each mode against the scripted upstream: task alpha in one folder,
-// task beta in another (--continue), back to alpha (--resume), /compact,
-// back to beta. Claude Code must accept every answer (its runs succeed and
+// task beta in another (--continue), a subagent for beta, back to alpha
+// (--resume), /compact, back to beta. Claude Code must accept every answer (its runs succeed and
 // the files appear); native forwards every body unchanged; router and rcm
-// route each call to its task and forward none of the other task's turns;
+// route each call to its task and forward none of the other task's turns,
+// the subagent's calls going out as sent on the parent's task;
 // rcm adds the returning task's record, briefs the summarisation call with
 // both tasks, and after it each task sees only its own summary section.
 func TestClaudeCodeThroughRCM(t *testing.T) {
@@ -165,19 +172,7 @@ func TestClaudeCodeThroughRCM(t *testing.T) {
 
 func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	up := &claudeUpstream{}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &ocTap{next: h}
-	rcm := httptest.NewServer(tap)
-	t.Cleanup(func() { rcm.Close(); h.Close() })
+	h, tap, rcm := tappedProxy(t, up)
 
 	home, project := t.TempDir(), t.TempDir()
 	alpha, beta := filepath.Join(project, "alpha"), filepath.Join(project, "beta")
@@ -196,7 +191,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	claude := func(args ...string) (run, map[string]any) {
 		t.Helper()
 		seen, sent := len(tap.snapshot()), up.count()
-		cmd := exec.CommandContext(ctx, bin, append(append([]string{"-p"}, args...), "--output-format", "json", "--allowedTools", "Bash")...)
+		cmd := exec.CommandContext(ctx, bin, append(append([]string{"-p"}, args...), "--output-format", "json", "--allowedTools", "Bash", "Agent")...)
 		cmd.Dir, cmd.Env = project, env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -211,6 +206,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	r1, res := claude("[task: alpha] In " + alpha + " create a.txt. RUN: echo alpha-one > " + alpha + "/a.txt")
 	sid, _ := res["session_id"].(string)
 	r2, _ := claude("[task: beta] In "+beta+" create b.txt. RUN: echo beta-one > "+beta+"/b.txt", "--continue")
+	rs, _ := claude("[task: beta] Now list "+beta+" in a subagent. AGENT: RUN: ls "+beta, "--continue")
 	r3, _ := claude("[task: alpha] Back in "+alpha+": show the file. RUN: cat "+alpha+"/a.txt", "--resume", sid)
 	r4, _ := claude("/compact", "--continue")
 	r5, _ := claude("[task: beta] Back in "+beta+": show the file. RUN: cat "+beta+"/b.txt", "--continue")
@@ -220,7 +216,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 			t.Errorf("%s = %q, %v: Claude Code did not run the scripted command", f, b, err)
 		}
 	}
-	all := []run{r1, r2, r3, r4, r5}
+	all := []run{r1, r2, rs, r3, r4, r5}
 	for i, r := range all {
 		if len(r.calls) == 0 || len(r.calls) != len(r.upstream) {
 			t.Fatalf("run %d: %d calls, %d reached the upstream", i+1, len(r.calls), len(r.upstream))
@@ -242,7 +238,16 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 			}
 		}
 	}
-	t.Logf("%s: %d runs, calls per run %d %d %d %d %d", mode, len(all), len(r1.calls), len(r2.calls), len(r3.calls), len(r4.calls), len(r5.calls))
+	var subCalls []ocCall
+	for _, c := range rs.calls {
+		if c.header.Get("X-Claude-Code-Agent-Id") != "" {
+			subCalls = append(subCalls, c)
+		}
+	}
+	if len(subCalls) != 2 || len(rs.calls) != 4 || !strings.Contains(string(rs.upstream[3]), "b.txt") {
+		t.Fatalf("subagent run: %d calls, %d of the subagent; the parent got its report: %v", len(rs.calls), len(subCalls), strings.Contains(string(rs.upstream[len(rs.upstream)-1]), "b.txt"))
+	}
+	t.Logf("%s: %d runs, calls per run %d %d %d %d %d %d", mode, len(all), len(r1.calls), len(r2.calls), len(rs.calls), len(r3.calls), len(r4.calls), len(r5.calls))
 	if mode == "native" {
 		return
 	}
@@ -265,6 +270,16 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 		}
 	}
 	routed(r2, "beta", taskB, "echo beta-one", "echo alpha-one")
+	for _, c := range subCalls {
+		if c.resp.Get(HeaderTask) != taskB || c.fallback != FallbackSideCall {
+			t.Errorf("subagent call: task %q fallback %q, want the parent's %q as a side call", c.resp.Get(HeaderTask), c.fallback, taskB)
+		}
+	}
+	for j, c := range rs.calls {
+		if c.header.Get("X-Claude-Code-Agent-Id") == "" && (c.resp.Get(HeaderTask) != taskB || strings.Contains(string(rs.upstream[j]), "echo alpha-one")) {
+			t.Errorf("subagent run, parent call %d: task %q", j, c.resp.Get(HeaderTask))
+		}
+	}
 	routed(r3, "alpha again", taskA, "echo alpha-one", "echo beta-one")
 	if mode == "rcm" {
 		rec := string(r3.upstream[0])
@@ -283,6 +298,25 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	if got := r5.calls[0].resp.Get(HeaderTask); got != taskB {
 		t.Errorf("after compaction: task %q, want beta's %q", got, taskB)
 	}
+}
+
+// tappedProxy serves rcm (native by default) in front of the upstream up,
+// with every call and rcm's answer to it noted by the tap.
+func tappedProxy(t *testing.T, up http.Handler) (*Handler, *ocTap, *httptest.Server) {
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &ocTap{next: h}
+	srv := httptest.NewServer(tap)
+	t.Cleanup(func() { srv.Close(); h.Close() })
+	return h, tap, srv
 }
 
 func (tp *ocTap) snapshot() []ocCall {

@@ -28,4 +28,8 @@
 //     writes, so that it routes on them; calls of other sessions never wait.
 //   - Credentials (Authorization, x-api-key) are forwarded, never stored or
 //     logged; --upstream-key is added only when the client sends none.
+//   - /v1/messages (Anthropic) goes to --anthropic-upstream, everything
+//     else to --upstream. A Claude Code subagent's call (its parent's
+//     session id plus x-claude-code-agent-id) is forwarded as sent and
+//     counts for the parent's current task; count_tokens passes through.
 package proxy

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,19 +28,7 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 	bin := ocInstall(ctx, t)
 
 	up := &claudeUpstream{bash: "bash"}
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	cfg := Config{Upstream: upSrv.URL + "/v1", AnthropicUpstream: upSrv.URL, Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &ocTap{next: h}
-	rcm := httptest.NewServer(tap)
-	t.Cleanup(func() { rcm.Close(); h.Close() })
+	h, tap, rcm := tappedProxy(t, up)
 	home := t.TempDir()
 	env, err := opencode.Env(home)
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 
 // parseChat reads the messages array of an OpenAI chat-completions body.
 func parseChat(body []byte) (*Transcript, error) {
-	return parseArray(body, OpenAIChat, chatMessage)
+	return parseArray(body, OpenAIChat, chatField)
 }
 
 // parseArray reads the "messages" array of a JSON object body of format f,
-// each element through message.
-func parseArray(body []byte, f Format, message func(body []byte, raw string, at, i int) (Message, error)) (*Transcript, error) {
+// each element's members other than role through field.
+func parseArray(body []byte, f Format, field func(m *Message, key, val string)) (*Transcript, error) {
 	t, arr, err := parseMember(body, f, `"messages"`)
 	if err != nil {
 		return nil, err
@@ -22,7 +22,10 @@ func parseArray(body []byte, f Format, message func(body []byte, raw string, at,
 	if !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	if err := t.readArray(arr, message); err != nil {
+	err = t.readArray(arr, func(body []byte, raw string, at, i int) (Message, error) {
+		return readMessage(body, raw, at, i, field)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -72,7 +75,10 @@ func (t *Transcript) readArray(arr string, message func(body []byte, raw string,
 	})
 	return err
 }
-func chatMessage(body []byte, raw string, at, i int) (Message, error) {
+
+// readMessage reads one element of a messages array at offset at of body:
+// an object with a string role, whose other members field reads.
+func readMessage(body []byte, raw string, at, i int, field func(m *Message, key, val string)) (Message, error) {
 	if !strings.HasPrefix(raw, "{") {
 		return Message{}, ErrBadMessage
 	}
@@ -80,26 +86,32 @@ func chatMessage(body []byte, raw string, at, i int) (Message, error) {
 	m := Message{Index: i, Raw: body[at:end:end]}
 	hasRole := false
 	members(raw, func(key, val string, _ int) {
-		switch key {
-		case `"role"`:
-			if r := gjson.Parse(val); r.Type == gjson.String {
-				m.Role, hasRole = r.Str, true
-			}
-		case `"content"`:
-			m.content = val
-		case `"tool_call_id"`:
-			m.ToolCallID = gjson.Parse(val).String()
-		case `"tool_calls"`:
-			gjson.Parse(val).ForEach(func(_, c gjson.Result) bool {
-				m.ToolCalls = append(m.ToolCalls, toolCall(c))
-				return true
-			})
+		if key != `"role"` {
+			field(&m, key, val)
+		} else if r := gjson.Parse(val); r.Type == gjson.String {
+			m.Role, hasRole = r.Str, true
 		}
 	})
 	if !hasRole {
 		return Message{}, ErrBadMessage
 	}
 	return m, nil
+}
+
+// chatField reads a chat message's content (left encoded), tool calls and
+// tool_call_id.
+func chatField(m *Message, key, val string) {
+	switch key {
+	case `"content"`:
+		m.content = val
+	case `"tool_call_id"`:
+		m.ToolCallID = gjson.Parse(val).String()
+	case `"tool_calls"`:
+		gjson.Parse(val).ForEach(func(_, c gjson.Result) bool {
+			m.ToolCalls = append(m.ToolCalls, toolCall(c))
+			return true
+		})
+	}
 }
 
 // contentText flattens a content field: a string, or an array of parts of

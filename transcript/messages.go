@@ -32,57 +32,43 @@ var harnessBlocks = []string{"<system-reminder>", "<local-command-caveat>", "<co
 // "\n"; tool_use blocks are its ToolCalls (Arguments the raw input) and
 // tool_result blocks its Results.
 func parseMessages(body []byte) (*Transcript, error) {
-	return parseArray(body, AnthropicMessages, messagesMessage)
+	return parseArray(body, AnthropicMessages, messagesField)
 }
 
-func messagesMessage(body []byte, raw string, at, i int) (Message, error) {
-	if !strings.HasPrefix(raw, "{") {
-		return Message{}, ErrBadMessage
+func messagesField(m *Message, key, val string) {
+	if key != `"content"` {
+		return
 	}
-	end := at + len(raw)
-	m := Message{Index: i, Raw: body[at:end:end]}
-	hasRole := false
-	var text strings.Builder
-	members(raw, func(key, val string, _ int) {
-		switch key {
-		case `"role"`:
-			if r := gjson.Parse(val); r.Type == gjson.String {
-				m.Role, hasRole = r.Str, true
-			}
-		case `"content"`:
-			c := gjson.Parse(val)
-			if c.Type == gjson.String {
-				addText(&text, c.Str)
-				return
-			}
-			c.ForEach(func(_, b gjson.Result) bool {
-				switch b.Get("type").Str {
-				case "text":
-					addText(&text, b.Get("text").String())
-				case "tool_use", "server_tool_use":
-					m.ToolCalls = append(m.ToolCalls, ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
-				case "tool_result":
-					m.Results = append(m.Results, ToolResult{ID: b.Get("tool_use_id").String(), content: b.Get("content").Raw})
-				}
-				return true
-			})
+	c := gjson.Parse(val)
+	if c.Type == gjson.String {
+		addText(m, c.Str)
+		return
+	}
+	c.ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			addText(m, b.Get("text").String())
+		case "tool_use", "server_tool_use":
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
+		case "tool_result":
+			m.Results = append(m.Results, ToolResult{ID: b.Get("tool_use_id").String(), content: b.Get("content").Raw})
 		}
+		return true
 	})
-	if !hasRole {
-		return Message{}, ErrBadMessage
-	}
-	m.text = text.String()
-	return m, nil
 }
 
-// addText adds a text block's text unless the harness wrote it.
-func addText(b *strings.Builder, s string) {
+// addText adds a text block's text to the message's unless the harness
+// wrote it.
+func addText(m *Message, s string) {
 	for _, p := range harnessBlocks {
 		if strings.HasPrefix(s, p) {
 			return
 		}
 	}
-	writeJoined(b, s)
+	if m.text != "" {
+		m.text += "\n"
+	}
+	m.text += s
 }
 
 // messagesKind tells Claude Code's summarisation call by its instruction in

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,25 +43,7 @@ func TestMessagesGoldenCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := summary(tr)
-			golden := filepath.Join("testdata", "messages", c.name+".golden")
-			if *update {
-				os.MkdirAll(filepath.Dir(golden), 0o755)
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("summary differs from %s:\n%s", golden, got)
-			}
-			out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
-			if err != nil || !bytes.Equal(out, c.body) {
-				t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
-			}
+			checkGolden(t, tr, c.body, filepath.Join("testdata", "messages", c.name+".golden"))
 		})
 	}
 }

@@ -36,7 +36,7 @@ func TestResponsesGoldenCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", "responses", name+".golden"), tr, r.Body)
+			checkGolden(t, tr, r.Body, filepath.Join("testdata", "responses", name+".golden"))
 			// Each item is its exact bytes in the input array.
 			items := gjson.GetBytes(r.Body, "input").Array()
 			if len(items) != len(tr.Messages) {

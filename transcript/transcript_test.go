@@ -72,14 +72,29 @@ func clip(s string, n int) string {
 	return s
 }
 
+func TestGoldenCaptures(t *testing.T) {
+	for _, name := range chatCaptures(t) {
+		t.Run(name, func(t *testing.T) {
+			body, h, _ := load(t, name)
+			tr, err := Parse(OpenAIChat, body, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tr, body, filepath.Join("testdata", name+".golden"))
+		})
+	}
+}
+
 // checkGolden compares what Parse understood of body with the golden file
-// (rewritten under -update), and checks that rebuilding with every turn
-// kept returns body.
-func checkGolden(t *testing.T, golden string, tr *Transcript, body []byte) {
+// (rewritten with -update), and checks that keeping every turn rebuilds
+// the body unchanged.
+func checkGolden(t *testing.T, tr *Transcript, body []byte, golden string) {
 	t.Helper()
 	got := summary(tr)
 	if *update {
-		os.MkdirAll(filepath.Dir(golden), 0o755)
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -94,19 +109,6 @@ func checkGolden(t *testing.T, golden string, tr *Transcript, body []byte) {
 	out, err := tr.Rebuild(Edit{Keep: tr.Keep(allTurns(tr))})
 	if err != nil || !bytes.Equal(out, body) {
 		t.Errorf("rebuild with every turn kept changed the body (err %v)", err)
-	}
-}
-
-func TestGoldenCaptures(t *testing.T) {
-	for _, name := range chatCaptures(t) {
-		t.Run(name, func(t *testing.T) {
-			body, h, _ := load(t, name)
-			tr, err := Parse(OpenAIChat, body, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkGolden(t, filepath.Join("testdata", name+".golden"), tr, body)
-		})
 	}
 }
 

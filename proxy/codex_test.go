@@ -26,46 +26,11 @@ import (
 // codexVersion is the Codex CLI release of the captures in testdata/codex.
 const codexVersion = "0.171.0"
 
-// codexBin installs @openai/codex@codexVersion from npm into the user's
-// cache (~/.cache/rcm/codex-VERSION) once and returns its binary. It skips
-// when npm or its registry cannot be reached, unless CI is set and
-// RCM_REQUIRE_CODEX=1, where that fails.
+// codexBin returns the codex binary of codexVersion (npm @openai/codex),
+// installed into ~/.cache/rcm when absent; RCM_REQUIRE_CODEX=1 under CI
+// makes a failed install a failure rather than a skip.
 func codexBin(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	miss := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_CODEX") == "1" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		miss("no cache directory: %v", err)
-	}
-	dir := filepath.Join(base, "rcm", "codex-"+codexVersion)
-	bin := filepath.Join(dir, "node_modules", ".bin", "codex")
-	if _, err := os.Stat(filepath.Join(dir, ".rcm-installed")); err == nil {
-		return bin
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		miss("npm not found: %v", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, "@openai/codex@"+codexVersion)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		miss("npm install @openai/codex@%s: %v\n%s", codexVersion, err, out)
-	}
-	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), codexVersion) {
-		t.Fatalf("installed codex says %q (%v)", out, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".rcm-installed"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return npmTool(ctx, t, "codex-"+codexVersion, "@openai/codex", codexVersion, "codex", "RCM_REQUIRE_CODEX")
 }
 
 // codexModel is a scripted Responses API for Codex, over HTTP (SSE) and

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -39,20 +38,8 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, _ := json.Marshal(map[string]any{
-				"$schema": "https://opencode.ai/config.json", "share": "disabled",
-				"permission": map[string]string{"bash": "allow", "edit": "allow", "read": "allow", "external_directory": "allow"},
-				"provider": map[string]any{"rcm-openai": map[string]any{
-					"npm": "@ai-sdk/openai", "name": "rcm over Responses",
-					"options": map[string]string{"baseURL": rcm.URL + "/" + mode + "/v1", "apiKey": "sk-client"},
-					"models":  map[string]any{"m1": map[string]any{"name": "m1", "tool_call": true}},
-				}},
-			})
-			path := opencode.GlobalConfig(home)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, cfg, 0o600); err != nil {
+			oc := opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMOpenAI, Modes: []string{mode}}
+			if err := oc.Write(opencode.GlobalConfig(home)); err != nil {
 				t.Fatal(err)
 			}
 			srv, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
@@ -70,7 +57,7 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			}
 			prompt := func(text string) {
 				t.Helper()
-				if _, err := srv.Prompt(ctx, s.ID, dir, "rcm-openai", "m1", text); err != nil {
+				if _, err := srv.Prompt(ctx, s.ID, dir, mode, opencode.DefaultModelID, text); err != nil {
 					t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
 				}
 			}
@@ -80,7 +67,7 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			prompt("[task: alpha] Show the alpha file. RUN: cat " + dir + "/alpha/a.txt")
 			returning := model.since(back)
 			compact := model.count()
-			if err := srv.Summarize(ctx, s.ID, dir, "rcm-openai", "m1"); err != nil {
+			if err := srv.Summarize(ctx, s.ID, dir, mode, opencode.DefaultModelID); err != nil {
 				t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
 			}
 			after := model.since(compact)

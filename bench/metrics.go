@@ -22,7 +22,8 @@ type Forwarded struct {
 	Bytes int
 }
 
-// ParseForwarded decodes the messages array of a chat-completions body. JSON
+// ParseForwarded decodes the messages array of a chat-completions body (or
+// of a Messages body the bench built, see anthropicMessage). JSON
 // escapes are undone, so a request text compares verbatim however the proxy
 // escaped it ("\u003c" or "<").
 func ParseForwarded(body []byte) []Forwarded {
@@ -40,32 +41,8 @@ func parseMessages(msgs gjson.Result, known map[string]Forwarded) []Forwarded {
 			out = append(out, f)
 			return true
 		}
-		f := Forwarded{Role: m.Get("role").String(), Bytes: len(m.Raw)}
-		var content string
-		if c := m.Get("content"); c.IsArray() {
-			var parts []string
-			c.ForEach(func(_, p gjson.Result) bool {
-				if t := p.Get("text"); t.Exists() {
-					parts = append(parts, t.String())
-				}
-				return true
-			})
-			content = strings.Join(parts, "\n")
-		} else {
-			content = c.String()
-		}
-		var calls []ToolCall
-		m.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-			calls = append(calls, ToolCall{
-				ID: c.Get("id").String(),
-				Function: FunctionCall{
-					Name:      c.Get("function.name").String(),
-					Arguments: c.Get("function.arguments").String(),
-				},
-			})
-			return true
-		})
-		msg := Message{Role: f.Role, Content: content, ToolCalls: calls, ToolCallID: m.Get("tool_call_id").String()}
+		msg := forwardedMessage(m)
+		f := Forwarded{Role: msg.Role, Bytes: len(m.Raw)}
 		f.Key = messageKey(msg)
 		f.Text = messageText(msg)
 		out = append(out, f)

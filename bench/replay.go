@@ -39,7 +39,8 @@ const (
 // Options configure a replay. Zero values take the documented defaults.
 type Options struct {
 	// Proxy is the base URL of the running proxy (http://127.0.0.1:8787);
-	// calls go to Proxy + "/v1/chat/completions". Required.
+	// calls go to Proxy + "/v1/chat/completions" (or "/v1/messages", see
+	// API). Required.
 	Proxy string
 	// Upstream is the scripted model the proxy forwards to: the driver
 	// queues the recorded reply before each call and takes what the
@@ -71,6 +72,9 @@ type Options struct {
 	Client *http.Client
 	// Progress, when set, is told of every finished call and unit.
 	Progress func(Progress)
+	// API is what the calls speak: APIChat (default) or APIMessages, the
+	// same histories as Anthropic Messages bodies sent to /v1/messages.
+	API string
 	// Render renders a task record as the proxy's inspector serves it
 	// (memory.Record's JSON) into the text rcm injects. When set, rcm
 	// mode reads the focus task's record after each focus turn of S_switch
@@ -120,6 +124,13 @@ func (o *Options) validate() error {
 	if o.Model == "" {
 		o.Model = "bench"
 	}
+	switch o.API {
+	case "":
+		o.API = APIChat
+	case APIChat, APIMessages:
+	default:
+		return fmt.Errorf("bench: replay: api %q: want chat or messages", o.API)
+	}
 	if o.CompactionTail == 0 {
 		o.CompactionTail = DefaultCompactionTail
 	}
@@ -160,7 +171,7 @@ func Replay(ctx context.Context, spec *Spec, opts Options) (*Results, error) {
 	plans := make([]*plan, len(spec.Sessions))
 	total := 0
 	for i := range spec.Sessions {
-		p, err := newPlan(spec, &spec.Sessions[i])
+		p, err := newPlan(spec, &spec.Sessions[i], opts.API)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +304,15 @@ func (p *plan) calls() int {
 	return len(p.sched[ScheduleBase].calls) + len(p.sched[ScheduleSwitch].calls)
 }
 
-func newPlan(spec *Spec, sess *Session) (*plan, error) {
+// path is the endpoint a replay's calls go to, below the proxy's root.
+func (o *Options) path() string {
+	if o.API == APIMessages {
+		return "/v1/messages"
+	}
+	return "/v1/chat/completions"
+}
+
+func newPlan(spec *Spec, sess *Session, api string) (*plan, error) {
 	p := &plan{sess: sess, sched: map[Schedule]*schedulePlan{}, checks: map[string]string{}}
 	for _, id := range append([]string{sess.Focus}, sess.Distractors...) {
 		p.checks[id] = spec.Checkout(sess, id)
@@ -332,8 +351,12 @@ func newPlan(spec *Spec, sess *Session) (*plan, error) {
 			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
 		}
 		sp.known = map[string]Forwarded{}
+		encode := marshal
+		if api == APIMessages {
+			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(Message)) }
+		}
 		for _, m := range longest {
-			b, err := marshal(m)
+			b, err := encode(m)
 			if err != nil {
 				return nil, fmt.Errorf("bench: session %s: %w", sess.ID, err)
 			}
@@ -366,12 +389,17 @@ type bodyParts struct {
 	n          int // messages in head
 }
 
-func newBodyParts(model string) *bodyParts {
+func newBodyParts(model, api string) *bodyParts {
 	b := &bodyParts{}
 	b.head = append(b.head, `{"model":`...)
 	b.head = strconv.AppendQuote(b.head, model)
 	b.head = append(b.head, `,"max_tokens":32000,"messages":[`...)
 	b.tail = append(b.tail, `],"tools":`...)
+	if api == APIMessages {
+		b.tail = append(b.tail, anthropicTools(opencodeTools)...)
+		b.tail = append(b.tail, `,"stream":true}`...)
+		return b
+	}
 	b.tail = append(b.tail, opencodeTools...)
 	b.tail = append(b.tail, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
 	return b
@@ -457,7 +485,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 	session := sid             // the proxy's session id (X-RCM-Session)
 	var prev []byte
 	switched := false // another task's turn came before this call
-	parts := newBodyParts(r.opts.Model)
+	parts := newBodyParts(r.opts.Model, r.opts.API)
 	for k, c := range sp.calls {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -465,7 +493,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		body := parts.body(sp, k)
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
 		start := time.Now()
-		resp, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, u.header(), body[0], body[1])
+		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])
 		rtt := time.Since(start)
 		if err != nil {
 			return nil, nil, fail(k, err)
@@ -552,13 +580,19 @@ func (r *runner) compaction(ctx context.Context, p *plan, sp *schedulePlan, sid 
 	last := len(sp.calls) - 1
 	c := sp.calls[last]
 	body := CompactionBody(r.opts.Model, append(c.Messages[:len(c.Messages):len(c.Messages)], c.Response), r.opts.CompactionTail)
+	if r.opts.API == APIMessages {
+		var err error
+		if body, err = anthropicBody(body); err != nil {
+			return err
+		}
+	}
 	reqs := p.history(sp, last).Requests
 	open := map[string]bool{}
 	for _, t := range sp.unfinished {
 		open[t] = true
 	}
 	r.opts.Upstream.Enqueue(sid, scripted.Reply{Text: compactionSummary(sp.tasks, ids, reqs, open)})
-	if _, err := r.post(ctx, r.opts.Proxy+"/v1/chat/completions", sid, u.header(), body); err != nil {
+	if _, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body); err != nil {
 		return err
 	}
 	got := r.opts.Upstream.Take(sid)
@@ -594,7 +628,7 @@ func (r *runner) direct(ctx context.Context, sid string, m Message, body []byte)
 	r.opts.Upstream.Enqueue(sid, reply(m))
 	defer r.opts.Upstream.Take(sid)
 	start := time.Now()
-	_, err := r.post(ctx, r.opts.Direct+"/chat/completions", sid, http.Header{}, body)
+	_, err := r.post(ctx, r.opts.Direct+strings.TrimPrefix(r.opts.path(), "/v1"), sid, http.Header{}, body)
 	return time.Since(start), err
 }
 
@@ -633,13 +667,14 @@ func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, par
 }
 
 // readStream reads an SSE body to its end and checks it finished with
-// "data: [DONE]".
+// "data: [DONE]" (chat) or Anthropic's message_stop event.
 func readStream(body io.Reader) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	done := false
 	for sc.Scan() {
-		if bytes.Equal(bytes.TrimSpace(sc.Bytes()), []byte("data: [DONE]")) {
+		line := bytes.TrimSpace(sc.Bytes())
+		if bytes.Equal(line, []byte("data: [DONE]")) || bytes.Equal(line, []byte("event: message_stop")) {
 			done = true
 		}
 	}
@@ -647,7 +682,7 @@ func readStream(body io.Reader) error {
 		return fmt.Errorf("reading the stream: %w", err)
 	}
 	if !done {
-		return errors.New("stream ended without data: [DONE]")
+		return errors.New("stream ended without data: [DONE] or message_stop")
 	}
 	return nil
 }

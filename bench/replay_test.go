@@ -312,13 +312,13 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range spec.Sessions[:2] {
-		p, err := newPlan(spec, &spec.Sessions[i])
+		p, err := newPlan(spec, &spec.Sessions[i], APIChat)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, sc := range []Schedule{ScheduleBase, ScheduleSwitch} {
 			sp := p.sched[sc]
-			parts := newBodyParts("m")
+			parts := newBodyParts("m", APIChat)
 			for k, c := range sp.calls {
 				b := parts.body(sp, k)
 				body := append(append([]byte{}, b[0]...), b[1]...)
@@ -357,12 +357,12 @@ func BenchmarkForwardedDecoding(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := newPlan(spec, &spec.Sessions[0])
+	p, err := newPlan(spec, &spec.Sessions[0], APIChat)
 	if err != nil {
 		b.Fatal(err)
 	}
 	sp := p.sched[ScheduleSwitch]
-	parts := newBodyParts("m")
+	parts := newBodyParts("m", APIChat)
 	body := parts.body(sp, len(sp.calls)-1)
 	full := append(append([]byte{}, body[0]...), body[1]...)
 	msgs := gjson.GetBytes(full, "messages")

@@ -75,12 +75,16 @@ func addText(m *Message, s string) {
 // the last user message, and a subagent's calls by their agent id header.
 func messagesKind(t *Transcript, h http.Header) Kind {
 	// OpenCode's side calls through its Anthropic provider say what they
-	// are in the system field, as they do in chat's system message.
+	// are in the system field, as they do in chat's system message (which
+	// a Messages body may carry too, as a leading role "system" entry).
 	switch system := contentText(gjson.GetBytes(t.Body, "system")); {
 	case strings.HasPrefix(system, titlePrompt):
 		return Title
 	case strings.HasPrefix(system, compactionPrompt):
 		return Compaction
+	}
+	if k := classify(t); k != Agent {
+		return k
 	}
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := &t.Messages[i]

@@ -255,9 +255,10 @@ func FuzzMessages(f *testing.F) {
 // compaction opens a Summary turn as in chat.
 func TestMessagesOpenCodeKinds(t *testing.T) {
 	for body, want := range map[string]Kind{
-		`{"system":[{"type":"text","text":"You are a title generator. You output ONLY a thread title."}],"messages":[{"role":"user","content":"x"}]}`: Title,
-		`{"system":"You are a context summarization agent.","messages":[{"role":"user","content":"<conversation>x</conversation>"}]}`:                 Compaction,
-		`{"system":"You are opencode.","messages":[{"role":"user","content":"x"}]}`:                                                                   Agent,
+		`{"system":[{"type":"text","text":"You are a title generator. You output ONLY a thread title."}],"messages":[{"role":"user","content":"x"}]}`:    Title,
+		`{"system":"You are a context summarization agent.","messages":[{"role":"user","content":"<conversation>x</conversation>"}]}`:                    Compaction,
+		`{"system":"You are opencode.","messages":[{"role":"user","content":"x"}]}`:                                                                      Agent,
+		`{"messages":[{"role":"system","content":"You are a context summarization agent."},{"role":"user","content":"<conversation>x</conversation>"}]}`: Compaction,
 	} {
 		tr, err := Parse(AnthropicMessages, []byte(body), nil)
 		if err != nil || tr.Kind != want {

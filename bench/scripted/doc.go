@@ -5,6 +5,8 @@
 // It serves
 //
 //	POST .../chat/completions   streamed (SSE) when the body says "stream": true, else one JSON object
+//	POST .../messages           the same choice of reply as an Anthropic Messages stream (for
+//	                            `rcm bench replay --api messages`, whose bodies keep chat's roles)
 //	GET  .../models             the script's model ids
 //
 // (any path prefix, so a base URL with or without /v1 works) and answers

@@ -60,6 +60,7 @@ type replayConfig struct {
 	concurrency        int64
 	overhead           string
 	compactionTail     int64
+	api                string
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -74,6 +75,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
+		{flag: "api", env: "RCM_BENCH_API", help: "what the calls speak: chat (/v1/chat/completions, default) or messages (Anthropic's /v1/messages)", set: stringOpt(&c.api)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -88,7 +90,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if err != nil {
 		return err
 	}
-	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail)}
+	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api}
 	if c.modes != "" {
 		for m := range strings.SplitSeq(c.modes, ",") {
 			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))
@@ -137,7 +139,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		return err
 	}
 	defer logf.Close()
-	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: upURL, DB: db, Mode: proxy.Native}, logf, slog.LevelWarn, nil, stderr)
+	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: upURL, AnthropicUpstream: strings.TrimSuffix(upURL, "/v1"), DB: db, Mode: proxy.Native}, logf, slog.LevelWarn, nil, stderr)
 	if err != nil {
 		return err
 	}

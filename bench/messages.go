@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// APIs a replay speaks to the proxy.
+const (
+	APIChat     = "chat"     // POST /v1/chat/completions, OpenCode's shape
+	APIMessages = "messages" // POST /v1/messages, Anthropic's
+)
+
+// anthropicMessage encodes a chat message as the Messages API carries it,
+// one message for one so that a replay's histories line up in both APIs:
+// system and user text as string content (system messages as Claude Code's
+// role "system" entries), an assistant's text and tool calls as text and
+// tool_use blocks (the arguments as the input object, verbatim), a tool
+// result as a user message of one tool_result block.
+func anthropicMessage(m Message) ([]byte, error) {
+	var b bytes.Buffer
+	q := func(s string) {
+		v, _ := marshal(s) // a string always encodes
+		b.Write(v)
+	}
+	switch {
+	case m.Role == RoleTool:
+		b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":`)
+		q(m.ToolCallID)
+		b.WriteString(`,"content":`)
+		q(m.Content)
+		b.WriteString(`}]}`)
+	case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+		b.WriteString(`{"role":"assistant","content":[`)
+		if m.Content != "" {
+			b.WriteString(`{"type":"text","text":`)
+			q(m.Content)
+			b.WriteString(`},`)
+		}
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !gjson.Valid(c.Function.Arguments) || !gjson.Parse(c.Function.Arguments).IsObject() {
+				return nil, fmt.Errorf("bench: tool call %s: arguments are not a JSON object", c.ID)
+			}
+			b.WriteString(`{"type":"tool_use","id":`)
+			q(c.ID)
+			b.WriteString(`,"name":`)
+			q(c.Function.Name)
+			b.WriteString(`,"input":`)
+			b.WriteString(c.Function.Arguments)
+			b.WriteByte('}')
+		}
+		b.WriteString(`]}`)
+	default:
+		b.WriteString(`{"role":`)
+		q(m.Role)
+		b.WriteString(`,"content":`)
+		q(m.Content)
+		b.WriteByte('}')
+	}
+	return b.Bytes(), nil
+}
+
+// anthropicTools converts chat tools ([{type, function: {name,
+// description, parameters}}]) to Anthropic's ([{name, description,
+// input_schema}]).
+func anthropicTools(chat []byte) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	gjson.ParseBytes(chat).ForEach(func(k, t gjson.Result) bool {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		fn := t.Get("function")
+		b.WriteString(`{"name":`)
+		b.WriteString(fn.Get("name").Raw)
+		if d := fn.Get("description"); d.Exists() {
+			b.WriteString(`,"description":`)
+			b.WriteString(d.Raw)
+		}
+		b.WriteString(`,"input_schema":`)
+		if p := fn.Get("parameters"); p.IsObject() {
+			b.WriteString(p.Raw)
+		} else {
+			b.WriteString(`{"type":"object"}`)
+		}
+		b.WriteByte('}')
+		return true
+	})
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// anthropicBody converts a whole chat body the bench built (the compaction
+// call) to the Messages API: its messages one for one, model and
+// max_tokens kept, streamed.
+func anthropicBody(chat []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"model":`)
+	b.WriteString(gjson.GetBytes(chat, "model").Raw)
+	b.WriteString(`,"max_tokens":`)
+	b.WriteString(strconv.FormatInt(gjson.GetBytes(chat, "max_tokens").Int(), 10))
+	b.WriteString(`,"messages":[`)
+	var err error
+	gjson.GetBytes(chat, "messages").ForEach(func(_, raw gjson.Result) bool {
+		var m Message
+		if err = json.Unmarshal([]byte(raw.Raw), &m); err != nil {
+			return false
+		}
+		var am []byte
+		if am, err = anthropicMessage(m); err != nil {
+			return false
+		}
+		if b.Bytes()[b.Len()-1] != '[' {
+			b.WriteByte(',')
+		}
+		b.Write(am)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: convert to Messages: %w", err)
+	}
+	b.WriteString(`],"stream":true}`)
+	return b.Bytes(), nil
+}
+
+// forwardedMessage decodes a forwarded message of either API into the chat
+// message it stands for (see anthropicMessage): a user message of
+// tool_result blocks is the tool result, an assistant's tool_use blocks
+// its tool calls (the input verbatim as arguments).
+func forwardedMessage(m gjson.Result) Message {
+	msg := Message{Role: m.Get("role").String(), ToolCallID: m.Get("tool_call_id").String()}
+	c := m.Get("content")
+	if !c.IsArray() {
+		msg.Content = c.String()
+	}
+	var texts []string
+	c.ForEach(func(_, p gjson.Result) bool {
+		switch p.Get("type").Str {
+		case "tool_result":
+			msg.Role, msg.ToolCallID = RoleTool, p.Get("tool_use_id").String()
+			texts = append(texts, p.Get("content").String())
+		case "tool_use":
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: p.Get("id").String(), Type: "function",
+				Function: FunctionCall{Name: p.Get("name").String(), Arguments: p.Get("input").Raw}})
+		default:
+			if t := p.Get("text"); t.Exists() {
+				texts = append(texts, t.String())
+			}
+		}
+		return true
+	})
+	if c.IsArray() {
+		msg.Content = joinLines(texts)
+	}
+	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.Get("id").String(), Type: "function",
+			Function: FunctionCall{Name: tc.Get("function.name").String(), Arguments: tc.Get("function.arguments").String()}})
+		return true
+	})
+	return msg
+}
+
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}

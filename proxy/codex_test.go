@@ -33,15 +33,16 @@ func codexBin(ctx context.Context, t *testing.T) string {
 	return npmTool(ctx, t, "codex-"+codexVersion, "@openai/codex", codexVersion, "codex", "RCM_REQUIRE_CODEX")
 }
 
-// codexModel is a scripted Responses API for Codex, over HTTP (SSE) and
-// WebSocket, answering as ../shared/codex/fake_model_server.py does: a last
-// user message saying "RUN: cmd" gets one tool call running cmd (a custom
-// exec call in JavaScript when the request carries the additional_tools
-// item, OpenCode's bash when it offers one, else an exec_command function
-// call), a tool output gets "Done.",
-// the compaction prompt a summary with one section per task, anything else
-// a short answer. A request whose last user message says "BIG" reports
-// 50000 input tokens, so that Codex compacts before its next turn.
+// codexModel is a scripted Responses API for Codex (and OpenCode's OpenAI
+// provider), over HTTP (SSE) and WebSocket, answering as
+// ../shared/codex/fake_model_server.py does: a last user message saying
+// "RUN: cmd" gets one tool call running cmd (a custom exec call in
+// JavaScript when the request carries the additional_tools item, OpenCode's
+// bash when it offers one, else an exec_command function call), a tool
+// output gets "Done.", the compaction prompt a summary with one section per
+// task, anything else a short answer. A request whose last user message
+// says "BIG" reports 50000 input tokens, so that Codex compacts before its
+// next turn.
 type codexModel struct {
 	mu    sync.Mutex
 	calls []codexCall

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -157,7 +158,7 @@ func forwardedMessage(m gjson.Result) Message {
 		return true
 	})
 	if c.IsArray() {
-		msg.Content = joinLines(texts)
+		msg.Content = strings.Join(texts, "\n")
 	}
 	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.Get("id").String(), Type: "function",
@@ -165,15 +166,4 @@ func forwardedMessage(m gjson.Result) Message {
 		return true
 	})
 	return msg
-}
-
-func joinLines(s []string) string {
-	var b bytes.Buffer
-	for i, x := range s {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(x)
-	}
-	return b.String()
 }

@@ -11,12 +11,13 @@ import (
 )
 
 // Meter wraps the proxy's handler and keeps each harness session's
-// accounting (Usage) of its chat-completions and Messages calls, keyed by
-// the x-session-id header OpenCode sends on every call (Claude Code's
-// X-Claude-Code-Session-Id): the proxy's token estimates from its
-// X-RCM-Tokens-In/Out response headers, and the upstream's usage read from
-// the answer (the streamed usage chunk or Anthropic's message_start and
-// message_delta events, or the JSON body's usage). Answers pass through
+// accounting (Usage) of its chat-completions, Messages and Responses calls,
+// keyed by the x-session-id header OpenCode sends on every call (Claude
+// Code's X-Claude-Code-Session-Id, Codex's session-id): the proxy's token
+// estimates from its X-RCM-Tokens-In/Out response headers, and the
+// upstream's usage read from the answer (the streamed usage chunk,
+// Anthropic's message_start and message_delta events, the Responses API's
+// response.completed, or the JSON body's usage). Answers pass through
 // unchanged and unbuffered.
 type Meter struct {
 	next http.Handler
@@ -51,7 +52,11 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sid == "" {
 		sid = r.Header.Get("X-Claude-Code-Session-Id")
 	}
-	call := strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/messages")
+	if sid == "" {
+		sid = r.Header.Get("Session-Id") // Codex
+	}
+	responses := strings.HasSuffix(r.URL.Path, "/responses")
+	call := strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/messages") || responses
 	if sid == "" || r.Method != http.MethodPost || !call {
 		m.next.ServeHTTP(w, r)
 		return
@@ -65,6 +70,12 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.SentTokens = headerInt(mw.header, "X-RCM-Tokens-In")
 	u.ForwardedTokens = headerInt(mw.header, "X-RCM-Tokens-Out")
 	switch {
+	case responses && mw.usage.Exists():
+		// Responses: input_tokens counts the cached prompt too.
+		u.UsageCalls = 1
+		u.PromptTokens = int(mw.usage.Get("input_tokens").Int())
+		u.CachedTokens = int(mw.usage.Get("input_tokens_details.cached_tokens").Int())
+		u.CompletionTokens = int(mw.usage.Get("output_tokens").Int())
 	case mw.usage.Get("prompt_tokens").Exists():
 		u.UsageCalls = 1
 		u.PromptTokens = int(mw.usage.Get("prompt_tokens").Int())
@@ -156,6 +167,9 @@ func (w *meterWriter) scan(p []byte) {
 			}
 			if u := gjson.GetBytes(d, "message.usage"); u.IsObject() {
 				w.start = gjson.Parse(strings.Clone(u.Raw))
+			}
+			if u := gjson.GetBytes(d, "response.usage"); u.IsObject() { // response.completed
+				w.usage = gjson.Parse(strings.Clone(u.Raw))
 			}
 		}
 		w.line = w.line[:0]

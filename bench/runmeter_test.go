@@ -88,3 +88,37 @@ func TestMeterMessages(t *testing.T) {
 		t.Errorf("usage %+v, want %+v", got, want)
 	}
 }
+
+// TestMeterResponses: the Responses API's usage (response.completed, or
+// the response object; cached tokens inside input_tokens) counts as
+// prompt, cached and completion tokens, keyed by Codex's session-id.
+func TestMeterResponses(t *testing.T) {
+	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"output\":[]}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[],\"usage\":{\"input_tokens\":100,\"input_tokens_details\":{\"cached_tokens\":80},\"output_tokens\":7}}}\n\n"
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("json") != "" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"r","object":"response","output":[],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":2}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	})
+	srv := httptest.NewServer(NewMeter(proxy))
+	defer srv.Close()
+	m := srv.Config.Handler.(*Meter)
+	for _, q := range []string{"", "?json=1"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/responses"+q, strings.NewReader("{}"))
+		req.Header.Set("Session-Id", "thr_1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	want := Usage{Calls: 2, UsageCalls: 2, PromptTokens: 105, CachedTokens: 80, CompletionTokens: 9}
+	if got := m.Usage("thr_1"); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}

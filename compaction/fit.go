@@ -213,7 +213,11 @@ func (f *fitter) condense(ti int) bool {
 		default:
 			continue
 		}
-		raw, err := withContent(m.Raw, cut(text, what))
+		field := "content"
+		if f.t.Format == transcript.OpenAIResponses && m.Role == "tool" {
+			field = "output" // a Responses tool output item carries its text there
+		}
+		raw, err := withText(m.Raw, field, cut(text, what))
 		if err != nil || len(raw) >= len(m.Raw) {
 			continue
 		}

@@ -321,3 +321,38 @@ func BenchmarkFit(b *testing.B) {
 		Fit(tr, e, budget, current)
 	}
 }
+
+// TestFitResponses: a Responses tool output is cut in its "output" (a
+// "content" member would make the item invalid); its call, the reasoning
+// and every other item stay as sent.
+func TestFitResponses(t *testing.T) {
+	long := strings.Repeat("line of tool output\n", 2000)
+	body := `{"model":"m","input":[{"role":"user","content":"first"},` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"enc"},` +
+		`{"type":"function_call","call_id":"c1","name":"exec_command","arguments":"{\"cmd\":\"ls\"}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":` + strconv.Quote(long) + `},` +
+		`{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":` + strconv.Quote(long) + `}]},` +
+		`{"role":"user","content":"second"}]}`
+	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := transcript.Edit{Keep: keepAll(tr)}
+	out, rep := Fit(tr, e, 2000, len(tr.Turns)-1)
+	if rep.Condensed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	built, err := tr.Rebuild(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := gjson.GetBytes(built, "input").Array()
+	if len(items) != 6 || items[1].Raw != `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"enc"}` {
+		t.Fatalf("items %d: %s", len(items), built)
+	}
+	for _, i := range []int{3, 4} {
+		if items[i].Get("content").Exists() || items[i].Get("output").Type != gjson.String || len(items[i].Raw) >= len(long) || items[i].Get("call_id").Str == "" {
+			t.Errorf("item %d condensed to %.200s", i, items[i].Raw)
+		}
+	}
+}

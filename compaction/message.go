@@ -23,16 +23,20 @@ func quote(s string) ([]byte, error) {
 
 // withContent returns a copy of the message object raw whose "content" is
 // the string text; every other field keeps its bytes.
-func withContent(raw []byte, text string) ([]byte, error) {
+func withContent(raw []byte, text string) ([]byte, error) { return withText(raw, "content", text) }
+
+// withText returns a copy of the object raw whose member field is the
+// string text; every other field keeps its bytes.
+func withText(raw []byte, field, text string) ([]byte, error) {
 	q, err := quote(text)
 	if err != nil {
-		return nil, fmt.Errorf("compaction: encode content: %w", err)
+		return nil, fmt.Errorf("compaction: encode %s: %w", field, err)
 	}
 	// Without ReplaceInPlace sjson writes a new buffer: raw, which aliases
 	// the request body, stays untouched.
-	out, err := sjson.SetRawBytes(raw, "content", q)
+	out, err := sjson.SetRawBytes(raw, field, q)
 	if err != nil {
-		return nil, fmt.Errorf("compaction: set content: %w", err)
+		return nil, fmt.Errorf("compaction: set %s: %w", field, err)
 	}
 	return out, nil
 }

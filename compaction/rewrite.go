@@ -26,16 +26,21 @@ var (
 )
 
 // conversationTag marks the harness's summarisation prompt: OpenCode puts
-// the conversation to summarise inside it.
-const conversationTag = "<conversation>"
+// the conversation to summarise inside it. Codex's prompt (a last user
+// message after the history) says checkpointTag instead.
+const (
+	conversationTag = "<conversation>"
+	checkpointTag   = "CONTEXT CHECKPOINT COMPACTION"
+)
 
 // promptMarks are the texts that mark the last user message as the
-// summarisation prompt, per format: OpenCode's <conversation> (in either),
+// summarisation prompt, per format: OpenCode's <conversation> (in any),
 // Claude Code's instruction (appended to the last user message, or sent as
-// one).
+// one), Codex's context checkpoint.
 var promptMarks = map[transcript.Format][]string{
 	transcript.OpenAIChat:        {conversationTag},
 	transcript.AnthropicMessages: {conversationTag, transcript.SummarizeInstruction},
+	transcript.OpenAIResponses:   {conversationTag, checkpointTag},
 }
 
 // summaryContract keeps Claude Code's own contract: it reads the summary
@@ -44,7 +49,8 @@ const summaryContract = "\n\nWrite the per-task sections inside the <summary></s
 
 // Rewrite returns an Edit that turns the harness's compaction call t into a
 // task-aware one: the prompt (the last user message, holding OpenCode's
-// <conversation> or Claude Code's instruction)
+// <conversation>, Claude Code's instruction or Codex's context checkpoint
+// prompt)
 // keeps its text and gets, appended, one <task> block per task with its
 // requirements verbatim and its unfinished items from the record, and the
 // instruction to answer with one "## Task <id>" section per task that keeps
@@ -101,7 +107,9 @@ func prompt(t *transcript.Transcript) int {
 }
 
 // appendText adds text after a message's content: to the string itself, or
-// as a new text part when the content is an array of parts.
+// as a new text part when the content is an array of parts, of the type the
+// first part has when that is a Responses "input_text" (chat's "text"
+// otherwise).
 func appendText(raw []byte, text string) ([]byte, error) {
 	c := gjson.GetBytes(raw, "content")
 	switch {
@@ -112,7 +120,11 @@ func appendText(raw []byte, text string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compaction: encode prompt: %w", err)
 		}
-		part := append(append([]byte(`{"type":"text","text":`), q...), '}')
+		typ := "text"
+		if c.Get("0.type").Str == "input_text" {
+			typ = "input_text"
+		}
+		part := append(append([]byte(`{"type":"`+typ+`","text":`), q...), '}')
 		out, err := sjson.SetRawBytes(raw, "content.-1", part)
 		if err != nil {
 			return nil, fmt.Errorf("compaction: append prompt part: %w", err)

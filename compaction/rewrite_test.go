@@ -201,3 +201,39 @@ func mustQuote(t *testing.T, s string) string {
 	}
 	return string(q)
 }
+
+// Codex's inline compaction (the context checkpoint prompt, a Responses
+// message with input_text parts) gets the task brief as one more
+// input_text part; every other item and field stays byte-identical.
+func TestRewriteCodexCheckpoint(t *testing.T) {
+	for _, name := range []string{"compaction_inline_request", "compaction_manual_tui_request"} {
+		r := capture.Codex(t, name)
+		tr, err := transcript.Parse(transcript.OpenAIResponses, r.Body, r.Header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Rewrite(tr, sampleTasks())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		last := len(tr.Messages) - 1
+		if len(e.Replace) != 1 || e.Replace[last] == nil {
+			t.Fatalf("%s: replaced %d, want the last item", name, len(e.Replace))
+		}
+		out, err := tr.Rebuild(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := tr.Messages[last].Raw
+		items := gjson.GetBytes(out, "input").Array()
+		parts := items[len(items)-1].Get("content")
+		if n := len(parts.Array()); n != 2 || parts.Get("1.type").Str != "input_text" ||
+			!strings.Contains(parts.Get("1.text").Str, "## Task t1") || parts.Get("0").Raw != gjson.Get(string(before), "content.0").Raw {
+			t.Errorf("%s: prompt parts %s", name, parts.Raw)
+		}
+		start := bytes.Index(r.Body, before)
+		if !bytes.Equal(out[:start], r.Body[:start]) || !bytes.HasSuffix(out, r.Body[start+len(before):]) {
+			t.Errorf("%s: bytes outside the prompt changed", name)
+		}
+	}
+}

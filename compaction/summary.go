@@ -202,6 +202,26 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 	return map[int][]byte{answer: raw}, true
 }
 
+// ScopeMessage scopes a summary carried whole by message i of t (Codex's
+// post-compaction message, transcript.Summaries) to task: the message's
+// content becomes its general text (Codex's framing included) and task's
+// section only. It returns false, and the message is to be kept whole, when
+// the summary has no per-task sections.
+func ScopeMessage(t *transcript.Transcript, i int, task string, sections map[string]string) ([]byte, bool) {
+	if i < 0 || i >= len(t.Messages) || len(sections) == 0 {
+		return nil, false
+	}
+	text, ok := scoped(t.Messages[i].Text(), task, sections)
+	if !ok {
+		return nil, false
+	}
+	raw, err := withContent(t.Messages[i].Raw, text)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
 // scoped returns summary with only task's section besides the general
 // text (see ScopeSummary); false when it has no task sections.
 func scoped(summary, task string, sections map[string]string) (string, bool) {

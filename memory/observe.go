@@ -214,13 +214,10 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 	added := 0
 	for _, c := range calls {
 		args := c.Arguments
-		switch name := strings.ToLower(c.Name); name {
-		case "bash", "shell":
-			cmd := gjson.Get(args, "command").String()
+		command := func(cmd, dir string) {
 			if strings.TrimSpace(cmd) == "" {
-				continue
+				return
 			}
-			dir := gjson.Get(args, "workdir").String()
 			seen.workdir(dir)
 			if dir == "" {
 				dir = r.Workspace
@@ -239,6 +236,16 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			if isTest(cmd) {
 				r.LastTest = &TestRun{Command: rec, Outcome: testOutcome(out, rec.Exit, c.hasResult)}
 			}
+		}
+		switch name := strings.ToLower(c.Name); name {
+		case "bash", "shell", "shell_command":
+			command(gjson.Get(args, "command").String(), gjson.Get(args, "workdir").String())
+		case "exec_command": // Codex's classic tools
+			command(gjson.Get(args, "cmd").String(), gjson.Get(args, "workdir").String())
+		case "exec": // Codex's code mode: JavaScript calling tools.exec_command
+			for _, m := range jsExec.FindAllStringSubmatch(args, maxCommands) {
+				command(gjson.Parse(m[1]).Str, gjson.Parse(m[2]).Str)
+			}
 		case "read", "view":
 			seen.read = append(seen.read, filePath(args))
 		case "edit", "multiedit", "write":
@@ -251,7 +258,9 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			}
 		case "patch", "apply_patch":
 			text := gjson.Get(args, "patchText").String()
-			if text == "" {
+			if !strings.HasPrefix(strings.TrimSpace(args), "{") {
+				text = args // Codex's freeform apply_patch: the patch itself
+			} else if text == "" {
 				text = gjson.Get(args, "patch").String() + gjson.Get(args, "input").String()
 			}
 			seen.changed = append(seen.changed, diffFiles(text)...)
@@ -270,6 +279,11 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 		}
 	}
 }
+
+// jsExec finds the commands of Codex's code-mode exec calls
+// (`await tools.exec_command({cmd: "...", workdir: "..."})`): the cmd
+// string and, when given right after it, the workdir, as JSON strings.
+var jsExec = regexp.MustCompile(`exec_command\(\s*\{\s*cmd:\s*("(?:[^"\\]|\\.)*")(?:\s*,\s*workdir:\s*("(?:[^"\\]|\\.)*"))?`)
 
 // filePath reads the file argument of a file tool, whatever its harness
 // calls it.
@@ -371,6 +385,7 @@ var exitPatterns = []struct {
 }{
 	{[]string{"</returncode>"}, regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`)}, // mini-swe-agent
 	{[]string{"xit", "XIT"}, regexp.MustCompile(`(?i)\bexit(?:ed with)? (?:code|status):? ?(-?\d+)\b`)},
+	{[]string{`"exit_code"`}, regexp.MustCompile(`"exit_code":\s*(-?\d+)`)}, // Codex's code-mode exec_command result
 }
 
 // exitStatus returns the exit status a tool output shows, searching the

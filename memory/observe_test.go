@@ -418,3 +418,37 @@ func FuzzObserveReply(f *testing.F) {
 		r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: body, SSE: sse})
 	})
 }
+
+// TestObserveCodexTools: Codex's commands, run through its code-mode exec
+// (JavaScript calling tools.exec_command) or its classic exec_command, and
+// its freeform apply_patch, reach the record, from real Codex requests.
+func TestObserveCodexTools(t *testing.T) {
+	for name, want := range map[string]string{
+		"tool_result_request":               "echo hello-from-codex > hi.txt",
+		"classic_tools_tool_result_request": "echo classic-tools > m.txt",
+	} {
+		c := capture.Codex(t, name)
+		tr, err := transcript.Parse(transcript.OpenAIResponses, c.Body, c.Header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Record
+		r.Observe(Observation{Transcript: tr, Turns: []int{len(tr.Turns) - 1}})
+		if len(r.Commands) != 1 || r.Commands[0].Cmd != want || r.Commands[0].Exit == nil || *r.Commands[0].Exit != 0 {
+			t.Errorf("%s: commands %+v, want %q exiting 0", name, r.Commands, want)
+		}
+	}
+	body := `{"input":[{"role":"user","content":"patch it"},` +
+		`{"type":"custom_tool_call","call_id":"c1","name":"apply_patch","input":"*** Begin Patch\n*** Update File: /w/a.go\n@@\n-a\n+b\n*** End Patch"},` +
+		`{"type":"custom_tool_call","call_id":"c2","name":"exec","input":"const r = await tools.exec_command({cmd: \"go test ./...\", workdir: \"/w\"});\ntext(r);"},` +
+		`{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"{\"exit_code\":1,\"output\":\"FAIL\"}"}]}]}`
+	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	r.Observe(Observation{Transcript: tr, Turns: []int{0}})
+	if !slices.Equal(r.FilesChanged, []string{"/w/a.go"}) || r.LastTest == nil || r.LastTest.Cmd != "go test ./..." || *r.LastTest.Exit != 1 || r.Workspace != "/w" {
+		t.Errorf("record %+v", r)
+	}
+}

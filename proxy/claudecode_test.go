@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,42 +29,7 @@ const claudeVersion = "2.1.332"
 // from npm into ~/.cache/rcm when absent. It skips when that cannot be
 // done, unless CI is set and RCM_REQUIRE_CLAUDE=1, where that fails.
 func claudeInstall(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	fail := func(err error) {
-		if os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_CLAUDE") == "1" {
-			t.Fatalf("Claude Code %s is required here (CI, RCM_REQUIRE_CLAUDE=1) but cannot be installed: %v", claudeVersion, err)
-		}
-		t.Skipf("skipping: Claude Code %s cannot be installed from npm here: %v (CI=true RCM_REQUIRE_CLAUDE=1 makes this a failure)", claudeVersion, err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		fail(err)
-	}
-	dir := filepath.Join(cache, "rcm", "claude-code-"+claudeVersion)
-	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-	works := func() bool {
-		out, err := exec.CommandContext(ctx, bin, "--version").Output()
-		return err == nil && strings.HasPrefix(string(out), claudeVersion)
-	}
-	if works() {
-		return bin
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		fail(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error",
-		"@anthropic-ai/claude-code@"+claudeVersion)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fail(fmt.Errorf("npm install: %v: %s", err, out))
-	}
-	if !works() {
-		fail(errors.New("installed binary does not run"))
-	}
-	return bin
+	return npmTool(ctx, t, "claude-code-"+claudeVersion, "@anthropic-ai/claude-code", claudeVersion, "claude", "RCM_REQUIRE_CLAUDE")
 }
 
 // claudeUpstream is a scripted Anthropic Messages API: "RUN: cmd" in the

@@ -12,7 +12,11 @@
 // client's response when the upstream breaks off mid-answer), streaming the
 // answer back one SSE event at a time,
 // and, after the answer, writing what the call taught rcm to the store in
-// one transaction. It also owns the upstream client, the WebSocket relay,
+// one transaction. The Responses API's WebSocket mode goes through the same
+// pipeline frame by frame in router and rcm mode (websocket.go: each
+// connection's conversation expands frames chained on previous_response_id
+// into self-contained requests); native mode relays it byte for byte
+// (upgrade.go). It also owns the upstream client, the WebSocket relay,
 // the error mapping (502 upstream unreachable, 504 timeout, 499 client gone,
 // all in the OpenAI error shape), the JSON inspector endpoints and metrics
 // under /rcm/, where it mounts the web inspector (package inspector) and

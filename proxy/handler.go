@@ -180,7 +180,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderMode, string(mode))
 	if isUpgrade(r) {
-		// WebSocket traffic is relayed as it comes, never rebuilt.
+		if mode != Native && path == "/v1/responses" && isWebSocket(r) {
+			h.serveWebSocket(w, r, path, mode, threshold)
+			return
+		}
+		// Other WebSocket traffic is relayed as it comes, never rebuilt.
 		h.forward(w, r, path, nil, nil)
 		return
 	}

@@ -20,7 +20,7 @@ const MaxSessionID = 256
 
 // sessionHeaders are the request headers that name a session, strongest
 // first (see sessionID).
-var sessionHeaders = []string{HeaderSession, "X-Session-Id", "X-Session-Affinity", "X-Claude-Code-Session-Id"}
+var sessionHeaders = []string{HeaderSession, "X-Session-Id", "X-Session-Affinity", "X-Claude-Code-Session-Id", "Session-Id", "Thread-Id"}
 
 // checkSession rejects a session header rcm would not store, log or serve
 // back safely: at most MaxSessionID bytes of ASCII letters, digits and

@@ -33,6 +33,15 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 				}
 			}
 		}
+		for _, i := range t.Summaries() {
+			sections := compaction.SplitSummary(t.Messages[i].Text(), ids)
+			if raw, ok := compaction.ScopeMessage(t, i, a.task, sections); ok {
+				if e.Replace == nil {
+					e.Replace = map[int][]byte{}
+				}
+				e.Replace[i] = raw
+			}
+		}
 		msg, err := h.memoryMessage(a, cur)
 		if err != nil {
 			return e, err

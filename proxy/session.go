@@ -16,13 +16,14 @@ const headerAgent = "X-Claude-Code-Agent-Id"
 // sessionID names the conversation a request belongs to: X-RCM-Session
 // (the client's override), else OpenCode's x-session-id or
 // x-session-affinity, else Claude Code's X-Claude-Code-Session-Id or the
-// session_id inside its metadata.user_id (a JSON string), else an id
-// derived from the conversation's first messages, which stay put while the
-// session grows, and from the client's credential (Authorization,
-// x-api-key), so that two clients who open with the same words never share
-// a derived session. The credential enters only the SHA-256 the id is cut
-// from; it is never stored. It returns "" when nothing identifies the
-// request.
+// session_id inside its metadata.user_id (a JSON string), else Codex's
+// session-id or thread-id, else the id the body names (the Responses API's
+// prompt_cache_key), else an id derived from the conversation's first
+// messages, which stay put while the session grows, and from the client's
+// credential (Authorization, x-api-key), so that two clients who open with
+// the same words never share a derived session. The credential enters only
+// the SHA-256 the id is cut from; it is never stored. It returns "" when
+// nothing identifies the request.
 func sessionID(h http.Header, t *transcript.Transcript) string {
 	for _, name := range sessionHeaders {
 		if v := h.Get(name); v != "" {
@@ -38,6 +39,9 @@ func sessionID(h http.Header, t *transcript.Transcript) string {
 				return id
 			}
 		}
+	}
+	if t.SessionKey != "" {
+		return t.SessionKey
 	}
 	if len(t.Turns) == 0 {
 		return ""

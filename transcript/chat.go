@@ -15,8 +15,28 @@ func parseChat(body []byte) (*Transcript, error) {
 // parseArray reads the "messages" array of a JSON object body of format f,
 // each element's members other than role through field.
 func parseArray(body []byte, f Format, field func(m *Message, key, val string)) (*Transcript, error) {
+	t, arr, err := parseMember(body, f, `"messages"`)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(arr, "[") {
+		return nil, ErrNoMessages
+	}
+	err = t.readArray(arr, func(body []byte, raw string, at, i int) (Message, error) {
+		return readMessage(body, raw, at, i, field)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseMember checks that body is a JSON object and returns a Transcript of
+// format f whose array span is the value of the member key (quoted), and
+// that value; ErrNoMessages when there is no such member.
+func parseMember(body []byte, f Format, key string) (*Transcript, string, error) {
 	if !gjson.ValidBytes(body) {
-		return nil, ErrNotJSON
+		return nil, "", ErrNotJSON
 	}
 	// From here on the body is known to be valid JSON: the members and
 	// elements scanners skip values without decoding them.
@@ -26,32 +46,34 @@ func parseArray(body []byte, f Format, field func(m *Message, key, val string)) 
 		start++
 	}
 	if start == len(src) || src[start] != '{' {
-		return nil, ErrNotObject
+		return nil, "", ErrNotObject
 	}
-	arr, at := "", -1
-	members(src, func(key, val string, off int) {
-		if at < 0 && key == `"messages"` {
-			arr, at = val, off
+	val, at := "", -1
+	members(src, func(k, v string, off int) {
+		if at < 0 && k == key {
+			val, at = v, off
 		}
 	})
-	if at < 0 || !strings.HasPrefix(arr, "[") {
-		return nil, ErrNoMessages
+	if at < 0 {
+		return nil, "", ErrNoMessages
 	}
-	t := &Transcript{Format: f, Body: body, arrStart: at, arrEnd: at + len(arr)}
+	return &Transcript{Format: f, Body: body, arrStart: at, arrEnd: at + len(val)}, val, nil
+}
+
+// readArray appends to t.Messages each element of arr, the array at
+// t.arrStart, read through message.
+func (t *Transcript) readArray(arr string, message func(body []byte, raw string, at, i int) (Message, error)) error {
 	var err error
 	elements(arr, func(val string, off int) {
 		if err != nil {
 			return
 		}
 		var m Message
-		if m, err = readMessage(body, val, at+off, len(t.Messages), field); err == nil {
+		if m, err = message(t.Body, val, t.arrStart+off, len(t.Messages)); err == nil {
 			t.Messages = append(t.Messages, m)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return err
 }
 
 // readMessage reads one element of a messages array at offset at of body:

@@ -16,6 +16,12 @@
 // reads its answers (Format.ParseReply). A format without an adapter
 // reports ErrUnsupported and the proxy fails open.
 //
+// The Responses adapter (responses*.go) reads "input" items as messages:
+// each item's neutral Role is the part it plays (tool calls and reasoning
+// are "assistant", outputs "tool", what the harness injects for every task
+// "developer"), so that turns, Keep and the records work on it unchanged.
+// Conversation expands the chained frames of its WebSocket mode.
+//
 // Caveats: a Transcript aliases the body it was parsed from (Message.Raw and
 // Transcript.Body share its backing array); callers must not modify the body
 // while the Transcript is in use.

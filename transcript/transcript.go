@@ -15,7 +15,7 @@ const (
 	OpenAIChat Format = iota
 	// AnthropicMessages is POST /v1/messages.
 	AnthropicMessages
-	// OpenAIResponses is POST /v1/responses (not parsed yet).
+	// OpenAIResponses is POST /v1/responses and its WebSocket frames.
 	OpenAIResponses
 )
 
@@ -57,6 +57,13 @@ const (
 	Compaction
 	// Subagent is an agent call of a child session (x-parent-session-id).
 	Subagent
+	// Prewarm is a Responses call that generates nothing (Codex's
+	// WebSocket warm-up: generate false, empty input).
+	Prewarm
+	// RemoteCompaction is a Responses call that asks the provider to
+	// compact the history itself (a compaction_trigger item); its answer
+	// is opaque, so it passes through.
+	RemoteCompaction
 )
 
 func (k Kind) String() string {
@@ -69,13 +76,19 @@ func (k Kind) String() string {
 		return "compaction"
 	case Subagent:
 		return "subagent"
+	case Prewarm:
+		return "prewarm"
+	case RemoteCompaction:
+		return "remote-compaction"
 	}
 	return "unknown"
 }
 
 // Side reports whether calls of this kind are side calls that pass through
 // untouched and never create tasks.
-func (k Kind) Side() bool { return k == Title || k == Compaction }
+func (k Kind) Side() bool {
+	return k == Title || k == Compaction || k == Prewarm || k == RemoteCompaction
+}
 
 // Errors returned by Parse. The proxy forwards such bodies unchanged.
 var (
@@ -156,6 +169,9 @@ type Transcript struct {
 	Kind     Kind
 	Body     []byte
 	Messages []Message
+	// SessionKey is the conversation's id as the body names it (the
+	// Responses API's prompt_cache_key), "" when it names none.
+	SessionKey string
 	// Preamble is the number of leading messages before the first turn
 	// (system prompts); they are always kept.
 	Preamble int

@@ -228,15 +228,8 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestUnsupportedFormats(t *testing.T) {
-	for _, name := range []string{"responses_api_request"} {
-		body, h, path := load(t, name)
-		f, ok := FormatOf(path)
-		if !ok {
-			t.Fatalf("%s: %s not a model call", name, path)
-		}
-		if _, err := Parse(f, body, h); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%s: err %v", name, err)
-		}
+	if _, err := Parse(Format(99), []byte(`{}`), nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("unknown format: err %v", err)
 	}
 	if _, ok := FormatOf("/v1/models"); ok {
 		t.Error("/v1/models taken for a model call")

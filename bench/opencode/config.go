@@ -43,7 +43,8 @@ type Config struct {
 	// --upstream-key.
 	APIKey string
 	// NPM is the provider package: NPMChat (default) calls
-	// /v1/chat/completions, NPMAnthropic /v1/messages.
+	// /v1/chat/completions, NPMAnthropic /v1/messages, NPMOpenAI
+	// /v1/responses.
 	NPM string
 }
 
@@ -51,6 +52,7 @@ type Config struct {
 const (
 	NPMChat      = "@ai-sdk/openai-compatible"
 	NPMAnthropic = "@ai-sdk/anthropic"
+	NPMOpenAI    = "@ai-sdk/openai"
 )
 
 // Model is one model as OpenCode sees it.

@@ -46,7 +46,7 @@ func (m *Meter) Usage(session string) Usage {
 
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("X-Session-Id")
-	if sid == "" || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	if sid == "" || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") && !strings.HasSuffix(r.URL.Path, "/messages") {
 		m.next.ServeHTTP(w, r)
 		return
 	}
@@ -58,11 +58,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.SentTokens = headerInt(mw.header, "X-RCM-Tokens-In")
 	u.ForwardedTokens = headerInt(mw.header, "X-RCM-Tokens-Out")
-	if mw.usage.Exists() {
+	if mw.usage.seen {
 		u.UsageCalls = 1
-		u.PromptTokens = int(mw.usage.Get("prompt_tokens").Int())
-		u.CachedTokens = int(mw.usage.Get("prompt_tokens_details.cached_tokens").Int())
-		u.CompletionTokens = int(mw.usage.Get("completion_tokens").Int())
+		u.PromptTokens, u.CachedTokens, u.CompletionTokens = mw.usage.prompt, mw.usage.cached, mw.usage.completion
 	}
 	m.mu.Lock()
 	m.sessions[sid] = m.sessions[sid].Add(u)
@@ -85,7 +83,32 @@ type meterWriter struct {
 	line   []byte
 	body   []byte
 	sse    bool
-	usage  gjson.Result
+	usage  upstreamUsage
+}
+
+// upstreamUsage is what an answer's usage objects say: prompt tokens
+// (cached included), the cached part of them, completion tokens.
+type upstreamUsage struct {
+	seen                       bool
+	prompt, cached, completion int
+}
+
+// add reads one usage object: OpenAI chat completions' (prompt_tokens,
+// prompt_tokens_details.cached_tokens), OpenAI responses' (input_tokens,
+// input_tokens_details.cached_tokens) or Anthropic's, whose input_tokens
+// leave out the cache reads (cache_read_input_tokens) and writes. An
+// Anthropic stream splits its usage between message_start and
+// message_delta, so each count keeps the largest value seen.
+func (u *upstreamUsage) add(o gjson.Result) {
+	n := func(path string) int { return int(o.Get(path).Int()) }
+	prompt, cached, completion := n("prompt_tokens"), n("prompt_tokens_details.cached_tokens"), n("completion_tokens")
+	if !o.Get("prompt_tokens").Exists() {
+		cached = n("input_tokens_details.cached_tokens") + n("cache_read_input_tokens")
+		prompt = n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens")
+		completion = n("output_tokens")
+	}
+	u.seen = true
+	u.prompt, u.cached, u.completion = max(u.prompt, prompt), max(u.cached, cached), max(u.completion, completion)
 }
 
 // maxMetered bounds what is kept of a non-streamed answer or of one event line.
@@ -108,14 +131,15 @@ func (w *meterWriter) Write(p []byte) (int, error) {
 	} else if len(w.body)+len(p) <= maxMetered {
 		w.body = append(w.body, p...)
 		if u := gjson.GetBytes(w.body, "usage"); u.IsObject() {
-			w.usage = u
+			w.usage = upstreamUsage{}
+			w.usage.add(u)
 		}
 	}
 	return w.ResponseWriter.Write(p)
 }
 
 // scan feeds p to the line splitter; each complete "data:" line that holds
-// a usage object replaces the one seen before.
+// a usage object (Anthropic's message_start: under "message") adds to it.
 func (w *meterWriter) scan(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -128,8 +152,11 @@ func (w *meterWriter) scan(p []byte) {
 		w.line = append(w.line, p[:i]...)
 		p = p[i+1:]
 		if data, ok := bytes.CutPrefix(bytes.TrimSpace(w.line), []byte("data:")); ok && bytes.Contains(data, []byte(`"usage"`)) {
-			if u := gjson.GetBytes(bytes.TrimSpace(data), "usage"); u.IsObject() {
-				w.usage = gjson.Parse(strings.Clone(u.Raw)) // line is reused
+			data = bytes.TrimSpace(data)
+			for _, path := range []string{"usage", "message.usage"} {
+				if u := gjson.GetBytes(data, path); u.IsObject() {
+					w.usage.add(u)
+				}
 			}
 		}
 		w.line = w.line[:0]

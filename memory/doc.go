@@ -2,8 +2,9 @@
 // sessions the proxy has seen, the task label of every turn (keyed by session
 // and transcript.Fingerprint), each session's tasks, the per-task state
 // records M_z, and an append-only, bounded log of routing decisions (events)
-// for the inspector, and the memory message frozen per turn (Frozen,
-// PutFrozen) so that every call of a turn forwards the same bytes.
+// for the inspector, and the memory messages frozen per turn (Frozen,
+// FrozenAt, PutFrozen): the record placed before a turn (the start of a
+// run of its task) stays the same bytes in every later call.
 //
 // It also builds the records: Record.Observe folds one model call (the
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply

@@ -18,10 +18,10 @@ const preface = "This is rcm's record of the state of this task, kept by the pro
 // Message returns the memory message of r: one complete chat message object,
 // {"role":"user","content":"<rcm-task-state task=\"ID\">\n...\n</rcm-task-state>"},
 // to splice into the messages array before the first request of a run of
-// the task (the proxy places it where the routed history lacks it). The content is the preface line and Render(r). With
-// maxTokens > 0 the whole object stays within maxTokens*4 bytes (tokens
-// estimated as bytes/4, escaping included), the requirements kept before
-// anything else. The same record always gives the same bytes.
+// the task (the proxy places it where the routed history lacks it). The
+// content is the preface line and Render(r). With maxTokens > 0 the whole
+// object stays within maxTokens*4 bytes (tokens estimated as bytes/4,
+// escaping included), the requirements kept before anything else. The same record always gives the same bytes.
 func Message(r Record, maxTokens int) []byte {
 	open := `<rcm-task-state task="` + html.EscapeString(r.Task) + `">` + "\n" + preface + "\n"
 	const end = "</rcm-task-state>"

@@ -21,7 +21,8 @@ const preface = "This is rcm's record of the state of this task, kept by the pro
 // the task (the proxy places it where the routed history lacks it). The
 // content is the preface line and Render(r). With maxTokens > 0 the whole
 // object stays within maxTokens*4 bytes (tokens estimated as bytes/4,
-// escaping included), the requirements kept before anything else. The same record always gives the same bytes.
+// escaping included), the requirements kept before anything else. The
+// same record always gives the same bytes.
 func Message(r Record, maxTokens int) []byte {
 	open := `<rcm-task-state task="` + html.EscapeString(r.Task) + `">` + "\n" + preface + "\n"
 	const end = "</rcm-task-state>"

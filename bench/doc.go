@@ -20,7 +20,10 @@
 // bytes belonging to other tasks), tokens ratio (forwarded over sent), and
 // the same over the post-switch focus calls (after another task's turn,
 // where routing matters); over every S_switch call: routing accuracy and
-// calibration, fallback rate, prefix stability; and proxy overhead. Each
+// calibration, fallback rate, prefix stability; and proxy overhead; over
+// every call of each schedule, the cost with prompt caching (Cost: the
+// part of each context that repeats a prefix the session sent before bills
+// at --cache-price), with its ratio to native's. Each
 // S_switch replay ends with the harness's compaction call, built as OpenCode
 // 1.18.33 builds it (CompactionBody): compaction coverage is the share of
 // unfinished tasks whose every request the forwarded call holds. In rcm

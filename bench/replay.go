@@ -68,6 +68,10 @@ type Options struct {
 	// replay (see CompactionBody). Default DefaultCompactionTail, OpenCode
 	// 1.18.33's; negative: none, the whole conversation is summarised.
 	CompactionTail int
+	// CachePrice is what a cached input token costs relative to an
+	// uncached one, in the prompt-cache cost (see Cost). Default
+	// DefaultCachePrice.
+	CachePrice float64
 	// Client sends the calls. Default: a client with its own transport.
 	Client *http.Client
 	// Progress, when set, is told of every finished call and unit.
@@ -130,6 +134,12 @@ func (o *Options) validate() error {
 	case APIChat, APIMessages:
 	default:
 		return fmt.Errorf("bench: replay: api %q: want chat or messages", o.API)
+	}
+	if o.CachePrice == 0 {
+		o.CachePrice = DefaultCachePrice
+	}
+	if !(o.CachePrice >= 0 && o.CachePrice <= 1) {
+		return fmt.Errorf("bench: replay: cache price %v: want a number in [0, 1]", o.CachePrice)
 	}
 	if o.CompactionTail == 0 {
 		o.CompactionTail = DefaultCompactionTail
@@ -441,6 +451,7 @@ type callObs struct {
 	fallback      string
 	prefix        float64 // vs the previous call; NaN for the first
 	overhead      float64 // ms; NaN when not measured
+	cost          CallCost
 }
 
 // endObs is what the end of an S_switch replay showed: the compaction
@@ -462,7 +473,9 @@ func (r *runner) unit(ctx context.Context, u unit) (*SessionResult, error) {
 		}
 		obs[sc], end = o, e
 	}
-	return sessionResult(p.sess, u.mode, u.threshold, obs[ScheduleBase], obs[ScheduleSwitch], end), nil
+	res := sessionResult(p.sess, u.mode, u.threshold, obs[ScheduleBase], obs[ScheduleSwitch], end)
+	res.CostBase, res.CostSwitch = scheduleCost(obs[ScheduleBase], r.opts.CachePrice), scheduleCost(obs[ScheduleSwitch], r.opts.CachePrice)
+	return res, nil
 }
 
 // schedule replays one schedule; for S_switch it ends with the harness's
@@ -484,7 +497,8 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 	var sizes []map[string]int // per focus turn: the records' sizes (rcm, S_switch)
 	session := sid             // the proxy's session id (X-RCM-Session)
 	var prev []byte
-	switched := false // another task's turn came before this call
+	var contexts [][]byte // what each call forwarded, as a provider caches it
+	switched := false     // another task's turn came before this call
 	parts := newBodyParts(r.opts.Model, r.opts.API)
 	for k, c := range sp.calls {
 		if err := ctx.Err(); err != nil {
@@ -520,6 +534,9 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		raw := fwd // what prefix stability compares: the messages array, or the whole body without one
 		if msgs.IsArray() && msgs.Index > 0 {
 			raw = fwd[msgs.Index : msgs.Index+len(msgs.Raw)]
+			contexts = append(contexts, callContext(fwd, msgs.Index, len(msgs.Raw)))
+		} else {
+			contexts = append(contexts, fwd)
 		}
 		if prev != nil {
 			o.prefix = PrefixStability(prev, raw)
@@ -547,6 +564,9 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		}
 		out = append(out, o)
 		r.track.add(1, 0)
+	}
+	for i, c := range CacheCosts(contexts) {
+		out[i].cost = c
 	}
 	if sc != ScheduleSwitch {
 		return out, end, nil

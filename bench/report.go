@@ -58,6 +58,8 @@ func (r *Results) WriteTable(w io.Writer) {
 			f3(s.CompactionCoverage), format(s.RecordBytes.Mean, 0), f2(s.OverheadP50))
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\ncost with prompt caching (input tokens, cached at %g x):\n", r.CachePrice)
+	r.writeCostTable(w, false)
 }
 
 func f3(n Num) string { return format(n, 3) }
@@ -170,6 +172,16 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 			withCI(s.CompactionCoverage, s.CompactionCoverageCI), f3(s.CompactionSections),
 			format(rb.Mean, 0), format(rb.Max, 0), format(rb.PerTurn, 0), by)
 	}
+	fmt.Fprintln(w, "\n## Cost with prompt caching")
+	fmt.Fprintf(w, `
+Input tokens of every call of each schedule (S_switch: every task's calls), summed over the
+sessions. A call's context is its body with the messages array last (providers put tools and
+system first); the part of it that repeats a prefix of a context the session sent earlier is
+cached and bills at %g x an uncached token. *billed*: uncached + %g x cached tokens; *vs
+native*: billed over native's billed on the same sessions; *cached*: cached share of the input.
+
+`, r.CachePrice, r.CachePrice)
+	r.writeCostTable(w, true)
 	fmt.Fprintln(w, "\n## Near and far sessions")
 	fmt.Fprintln(w)
 	mdHeader(w, "mode", "threshold:", "near n:", "near recall", "near contamination", "near tokens ratio", "far n:", "far recall", "far contamination", "far tokens ratio")

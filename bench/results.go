@@ -68,6 +68,10 @@ type SessionResult struct {
 	// RecordBytes: the focus task's state record after each of its turns
 	// (rcm mode; null values otherwise).
 	RecordBytes RecordBytes `json:"record_bytes"`
+	// CostBase and CostSwitch: input tokens of every call of S_base and of
+	// S_switch (every task's calls) with prompt caching (see Cost).
+	CostBase   Cost `json:"cost_base"`
+	CostSwitch Cost `json:"cost_switch"`
 
 	decisions []Decision
 	overhead  []float64 // ms, every call of both schedules
@@ -236,6 +240,10 @@ type Metrics struct {
 	CompactionCoverageCI [2]Num            `json:"compaction_coverage_ci"`
 	CompactionSections   Num               `json:"compaction_sections"`
 	RecordBytes          RecordBytes       `json:"record_bytes"`
+	// CostBase and CostSwitch: the sessions' costs with prompt caching
+	// summed per schedule, with the ratio of billed tokens to native's.
+	CostBase   Cost `json:"cost_base"`
+	CostSwitch Cost `json:"cost_switch"`
 }
 
 // PostSwitchMetrics are PostSwitch's values over sessions: the mean over
@@ -272,12 +280,14 @@ type Results struct {
 	Completed   int              `json:"completed_sessions"`
 	Interrupted bool             `json:"interrupted"`
 	Errors      []string         `json:"errors,omitempty"`
+	CachePrice  float64          `json:"cache_price"` // of the costs (see Cost)
 	Summaries   []Summary        `json:"results"`
 	PerSession  []*SessionResult `json:"per_session"`
 }
 
 func aggregate(spec *Spec, opts Options, rs []*SessionResult) *Results {
-	res := &Results{Spec: spec.Name, Modes: opts.Modes, Thresholds: opts.Thresholds, Sessions: len(spec.Sessions), PerSession: rs}
+	res := &Results{Spec: spec.Name, Modes: opts.Modes, Thresholds: opts.Thresholds, Sessions: len(spec.Sessions), PerSession: rs,
+		CachePrice: opts.CachePrice}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		seen[r.Session] = true
@@ -301,11 +311,14 @@ func aggregate(spec *Spec, opts Options, rs []*SessionResult) *Results {
 					far = append(far, r)
 				}
 			}
-			res.Summaries = append(res.Summaries, Summary{
+			s := Summary{
 				Mode: m, Threshold: t, Metrics: metricsOf(all), Near: metricsOf(near), Far: metricsOf(far),
-			})
+			}
+			s.setCosts(all, near, far, opts.CachePrice)
+			res.Summaries = append(res.Summaries, s)
 		}
 	}
+	costRatios(res.Summaries)
 	return res
 }
 

@@ -69,32 +69,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.SentTokens = headerInt(mw.header, "X-RCM-Tokens-In")
 	u.ForwardedTokens = headerInt(mw.header, "X-RCM-Tokens-Out")
-	switch {
-	case responses && mw.usage.Exists():
-		// Responses: input_tokens counts the cached prompt too.
+	if mw.usage.seen {
 		u.UsageCalls = 1
-		u.PromptTokens = int(mw.usage.Get("input_tokens").Int())
-		u.CachedTokens = int(mw.usage.Get("input_tokens_details.cached_tokens").Int())
-		u.CompletionTokens = int(mw.usage.Get("output_tokens").Int())
-	case mw.usage.Get("prompt_tokens").Exists():
-		u.UsageCalls = 1
-		u.PromptTokens = int(mw.usage.Get("prompt_tokens").Int())
-		u.CachedTokens = int(mw.usage.Get("prompt_tokens_details.cached_tokens").Int())
-		u.CompletionTokens = int(mw.usage.Get("completion_tokens").Int())
-	case mw.usage.Exists() || mw.start.Exists():
-		// Anthropic: message_start holds the input side, message_delta
-		// the output (a later value of a field wins); input_tokens leaves
-		// out the cached prompt, read or written.
-		get := func(k string) int {
-			if v := mw.usage.Get(k); v.Exists() {
-				return int(v.Int())
-			}
-			return int(mw.start.Get(k).Int())
-		}
-		u.UsageCalls = 1
-		u.CachedTokens = get("cache_read_input_tokens")
-		u.PromptTokens = get("input_tokens") + u.CachedTokens + get("cache_creation_input_tokens")
-		u.CompletionTokens = get("output_tokens")
+		u.PromptTokens, u.CachedTokens, u.CompletionTokens = mw.usage.prompt, mw.usage.cached, mw.usage.completion
 	}
 	m.mu.Lock()
 	m.sessions[sid] = m.sessions[sid].Add(u)
@@ -117,8 +94,32 @@ type meterWriter struct {
 	line   []byte
 	body   []byte
 	sse    bool
-	usage  gjson.Result
-	start  gjson.Result // Anthropic's message_start usage
+	usage  upstreamUsage
+}
+
+// upstreamUsage is what an answer's usage objects say: prompt tokens
+// (cached included), the cached part of them, completion tokens.
+type upstreamUsage struct {
+	seen                       bool
+	prompt, cached, completion int
+}
+
+// add reads one usage object: OpenAI chat completions' (prompt_tokens,
+// prompt_tokens_details.cached_tokens), OpenAI responses' (input_tokens,
+// input_tokens_details.cached_tokens) or Anthropic's, whose input_tokens
+// leave out the cache reads (cache_read_input_tokens) and writes. An
+// Anthropic stream splits its usage between message_start and
+// message_delta, so each count keeps the largest value seen.
+func (u *upstreamUsage) add(o gjson.Result) {
+	n := func(path string) int { return int(o.Get(path).Int()) }
+	prompt, cached, completion := n("prompt_tokens"), n("prompt_tokens_details.cached_tokens"), n("completion_tokens")
+	if !o.Get("prompt_tokens").Exists() {
+		cached = n("input_tokens_details.cached_tokens") + n("cache_read_input_tokens")
+		prompt = n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens")
+		completion = n("output_tokens")
+	}
+	u.seen = true
+	u.prompt, u.cached, u.completion = max(u.prompt, prompt), max(u.cached, cached), max(u.completion, completion)
 }
 
 // maxMetered bounds what is kept of a non-streamed answer or of one event line.
@@ -141,14 +142,16 @@ func (w *meterWriter) Write(p []byte) (int, error) {
 	} else if len(w.body)+len(p) <= maxMetered {
 		w.body = append(w.body, p...)
 		if u := gjson.GetBytes(w.body, "usage"); u.IsObject() {
-			w.usage = u
+			w.usage = upstreamUsage{}
+			w.usage.add(u)
 		}
 	}
 	return w.ResponseWriter.Write(p)
 }
 
 // scan feeds p to the line splitter; each complete "data:" line that holds
-// a usage object replaces the one seen before.
+// a usage object (Anthropic's message_start: under "message"; Responses'
+// response.completed: under "response") adds to it.
 func (w *meterWriter) scan(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -161,15 +164,11 @@ func (w *meterWriter) scan(p []byte) {
 		w.line = append(w.line, p[:i]...)
 		p = p[i+1:]
 		if data, ok := bytes.CutPrefix(bytes.TrimSpace(w.line), []byte("data:")); ok && bytes.Contains(data, []byte(`"usage"`)) {
-			d := bytes.TrimSpace(data)
-			if u := gjson.GetBytes(d, "usage"); u.IsObject() {
-				w.usage = gjson.Parse(strings.Clone(u.Raw)) // line is reused
-			}
-			if u := gjson.GetBytes(d, "message.usage"); u.IsObject() {
-				w.start = gjson.Parse(strings.Clone(u.Raw))
-			}
-			if u := gjson.GetBytes(d, "response.usage"); u.IsObject() { // response.completed
-				w.usage = gjson.Parse(strings.Clone(u.Raw))
+			data = bytes.TrimSpace(data)
+			for _, path := range []string{"usage", "message.usage", "response.usage"} {
+				if u := gjson.GetBytes(data, path); u.IsObject() {
+					w.usage.add(u)
+				}
 			}
 		}
 		w.line = w.line[:0]

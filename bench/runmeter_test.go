@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // TestMeter counts calls per session from the proxy's headers and the
@@ -89,6 +91,32 @@ func TestMeterMessages(t *testing.T) {
 	}
 }
 
+// TestMeterAnthropic: an Anthropic stream's usage, split between
+// message_start (input, cache reads and writes) and message_delta
+// (output), counts the cache reads as cached prompt tokens.
+func TestMeterAnthropic(t *testing.T) {
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":20,\"cache_read_input_tokens\":70,\"output_tokens\":1}}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	m := NewMeter(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	}))
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/messages", strings.NewReader("{}"))
+	req.Header.Set("X-Session-Id", "ses_a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	want := Usage{Calls: 1, UsageCalls: 1, PromptTokens: 100, CachedTokens: 70, CompletionTokens: 42}
+	if got := m.Usage("ses_a"); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
+
 // TestMeterResponses: the Responses API's usage (response.completed, or
 // the response object; cached tokens inside input_tokens) counts as
 // prompt, cached and completion tokens, keyed by Codex's session-id.
@@ -120,5 +148,23 @@ func TestMeterResponses(t *testing.T) {
 	want := Usage{Calls: 2, UsageCalls: 2, PromptTokens: 105, CachedTokens: 80, CompletionTokens: 9}
 	if got := m.Usage("thr_1"); got != want {
 		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
+
+func TestUpstreamUsage(t *testing.T) {
+	for _, c := range []struct {
+		name, usage                string
+		prompt, cached, completion int
+	}{
+		{"chat completions", `{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":60}}`, 100, 60, 7},
+		{"chat completions, no cache", `{"prompt_tokens":5,"completion_tokens":2}`, 5, 0, 2},
+		{"responses", `{"input_tokens":300,"input_tokens_details":{"cached_tokens":256},"output_tokens":9}`, 300, 256, 9},
+		{"anthropic", `{"input_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":97,"output_tokens":5}`, 100, 97, 5},
+	} {
+		var u upstreamUsage
+		u.add(gjson.Parse(c.usage))
+		if !u.seen || u.prompt != c.prompt || u.cached != c.cached || u.completion != c.completion {
+			t.Errorf("%s: %+v, want %d %d %d", c.name, u, c.prompt, c.cached, c.completion)
+		}
 	}
 }

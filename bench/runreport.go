@@ -67,6 +67,14 @@ type ArmSummary struct {
 	CallsVsNative     Num `json:"calls_vs_native"`
 	ForwardedVsNative Num `json:"forwarded_tokens_vs_native"`
 	PromptVsNative    Num `json:"prompt_tokens_vs_native"`
+	// The upstream's cached prompt tokens as it reported them (OpenAI
+	// cached_tokens, Anthropic cache_read_input_tokens), and the prompt
+	// tokens billed with them at DefaultCachePrice (uncached + price x
+	// cached): means per run, each condition, and the switch condition's
+	// billed tokens over native's.
+	Cached         [2]Num `json:"cached_prompt_tokens"`
+	Billed         [2]Num `json:"billed_prompt_tokens"`
+	BilledVsNative Num    `json:"billed_prompt_tokens_vs_native"`
 	// Resolved flips between the conditions, paired by session and
 	// repeat: resolved uninterrupted but not with switches (Lost), and
 	// the reverse (Gained).
@@ -198,6 +206,8 @@ func armSummary(rs, native []*RunResult) ArmSummary {
 		a.Uncached[i] = runMean(rs, c, func(r *RunResult) (float64, bool) {
 			return float64(r.PromptTokens - r.CachedTokens), r.UsageCalls > 0
 		})
+		a.Cached[i] = runMean(rs, c, func(r *RunResult) (float64, bool) { return float64(r.CachedTokens), r.UsageCalls > 0 })
+		a.Billed[i] = runMean(rs, c, billedPrompt)
 	}
 	ratio := func(x, y Num) Num { return Num(float64(x) / float64(y)) }
 	a.CallsX, a.ForwardedX = ratio(a.Calls[1], a.Calls[0]), ratio(a.Forwarded[1], a.Forwarded[0])
@@ -208,6 +218,7 @@ func armSummary(rs, native []*RunResult) ArmSummary {
 	a.CallsVsNative = ratio(a.Calls[1], nat(func(r *RunResult) (float64, bool) { return float64(r.Calls), true }))
 	a.ForwardedVsNative = ratio(a.Forwarded[1], nat(func(r *RunResult) (float64, bool) { return float64(r.ForwardedTokens), true }))
 	a.PromptVsNative = ratio(a.Prompt[1], nat(func(r *RunResult) (float64, bool) { return float64(r.PromptTokens), r.UsageCalls > 0 }))
+	a.BilledVsNative = ratio(a.Billed[1], nat(billedPrompt))
 
 	type pair struct {
 		session string
@@ -458,6 +469,16 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 			format(a.Prompt[0], 0), format(a.Prompt[1], 0), f2(a.PromptX), f2(a.UncachedX),
 			f2(a.CallsVsNative), f2(a.ForwardedVsNative), f2(a.PromptVsNative))
 	}
+	fmt.Fprintln(w, "\n## Cost with prompt caching")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "The upstream's own counts, means per run (base / switch): cached prompt tokens as reported (OpenAI cached_tokens, Anthropic cache_read_input_tokens), and prompt tokens billed with the cached ones at %g x (uncached + %g x cached).\n\n", DefaultCachePrice, DefaultCachePrice)
+	mdHeader(w, "mode", "threshold:", "prompt tokens", "cached tokens", "cached share:", "billed tokens", "billed vs native:")
+	for _, a := range rep.Arms {
+		fmt.Fprintf(w, "| %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s |\n", a.Mode, thrString(a.Threshold),
+			format(a.Prompt[0], 0), format(a.Prompt[1], 0), format(a.Cached[0], 0), format(a.Cached[1], 0),
+			f3(Num(float64(a.Cached[0])/float64(a.Prompt[0]))), f3(Num(float64(a.Cached[1])/float64(a.Prompt[1]))),
+			format(a.Billed[0], 0), format(a.Billed[1], 0), f2(a.BilledVsNative))
+	}
 	fmt.Fprintln(w, "\n## Completion")
 	fmt.Fprintln(w)
 	mdHeader(w, "mode", "threshold:", "focus requests answered:", "distractor requests answered:", "distractor checkouts changed:")
@@ -561,4 +582,10 @@ func (rep *RunReport) sweepSVG() []byte {
 	}
 	s.modeLegend(b.x, H-30, rep.Modes)
 	return s.bytes()
+}
+
+// billedPrompt is a run's prompt tokens billed with prompt caching: the
+// uncached ones in full, the cached ones at DefaultCachePrice.
+func billedPrompt(r *RunResult) (float64, bool) {
+	return float64(r.PromptTokens-r.CachedTokens) + DefaultCachePrice*float64(r.CachedTokens), r.UsageCalls > 0
 }

@@ -105,3 +105,28 @@ func TestWriteRunReport(t *testing.T) {
 		}
 	}
 }
+
+// TestReportCachedUsage: the upstream's cached prompt tokens are reported
+// raw, and billed at DefaultCachePrice beside native's.
+func TestReportCachedUsage(t *testing.T) {
+	nan := math.NaN()
+	withUsage := func(r RunResult, prompt, cached int) RunResult {
+		r.UsageCalls, r.PromptTokens, r.CachedTokens = r.Calls, prompt, cached
+		return r
+	}
+	runs := []RunResult{
+		withUsage(runOf("a", ConditionBase, ModeNative, nan, 0, true, 10), 1000, 900),
+		withUsage(runOf("a", ConditionSwitch, ModeNative, nan, 0, true, 30), 10000, 9000),
+		withUsage(runOf("a", ConditionBase, ModeRCM, 0.8, 0, true, 10), 1000, 800),
+		withUsage(runOf("a", ConditionSwitch, ModeRCM, 0.8, 0, true, 20), 4000, 3000),
+	}
+	rep := Report(runs)
+	rcm := rep.Arms[1]
+	if rcm.Cached != [2]Num{800, 3000} {
+		t.Errorf("cached %v", rcm.Cached)
+	}
+	// rcm: 200 + 80 and 1000 + 300; native switch: 1000 + 900.
+	if rcm.Billed != [2]Num{280, 1300} || rcm.BilledVsNative != Num(1300.0/1900) {
+		t.Errorf("billed %v, vs native %v", rcm.Billed, rcm.BilledVsNative)
+	}
+}

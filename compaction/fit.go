@@ -40,6 +40,14 @@ const (
 //     post-compaction summary turns, so a tool call never loses its
 //     result. System messages and inserted messages always stay.
 //
+// Both keep what successive calls forward append-only as long as they can
+// (a provider's prompt cache keeps hitting): condensing goes oldest first,
+// so a growing conversation only moves the line between condensed and
+// whole turns forward; dropping, which changes the start of the context,
+// goes in steps: it frees the excess rounded up to a whole step of a
+// quarter of the budget, so the same turns stay dropped until the
+// condensed history has grown by about a step.
+//
 // When even that leaves the body over budget (a huge current turn), Fit
 // returns its best and TokensAfter says by how much it missed. Fit never
 // modifies e; the same inputs give the same Edit.
@@ -66,6 +74,10 @@ func Fit(t *transcript.Transcript, e transcript.Edit, budget int, current int) (
 		if t.Turns[ti].Kind == transcript.Request && f.condense(ti) {
 			condensed[ti] = true
 		}
+	}
+	if excess := f.size() - limit; excess > 0 {
+		step := max(limit/4, 1)
+		limit = max(f.size()-(excess+step-1)/step*step, 0)
 	}
 	for _, kind := range []transcript.TurnKind{transcript.Request, transcript.Summary} {
 		for _, ti := range older {

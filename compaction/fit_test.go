@@ -182,9 +182,10 @@ func TestFit(t *testing.T) {
 		{name: "under budget", e: transcript.Edit{Keep: keepAll(tr)}, budget: full, fits: true},
 		{name: "condense two turns", e: transcript.Edit{Keep: keepAll(tr)}, budget: full - 2*(20000+6000-2*(keepHead+keepTail+64))/4 + 1, condensed: 2, fits: true},
 		{name: "condense all older", e: transcript.Edit{Keep: keepAll(tr)}, budget: full - 25000, condensed: 5, fits: true},
-		{name: "drop oldest requests, summary last", e: transcript.Edit{Keep: keepAll(tr)}, budget: 12000, condensed: 2, drops: 3, fits: true, keptTurns: []int{0, 4, 5, 6}},
+		{name: "drop oldest requests, summary last", e: transcript.Edit{Keep: keepAll(tr)}, budget: 13000, condensed: 2, drops: 3, fits: true, keptTurns: []int{0, 4, 5, 6}},
+		{name: "drop all older requests, summary last", e: transcript.Edit{Keep: keepAll(tr)}, budget: 12000, drops: 5, fits: true, keptTurns: []int{0, 6}},
 		{name: "drop everything older", e: transcript.Edit{Keep: keepAll(tr)}, budget: 100, drops: 6, keptTurns: []int{6}},
-		{name: "routed subset with memory insert", e: transcript.Edit{Keep: tr.Keep([]int{0, 2, 4, 6}), Insert: memInsert}, budget: 11000, condensed: 1, drops: 1, fits: true, keptTurns: []int{0, 4, 6}},
+		{name: "routed subset with memory insert", e: transcript.Edit{Keep: tr.Keep([]int{0, 2, 4, 6}), Insert: memInsert}, budget: 11000, drops: 2, fits: true, keptTurns: []int{0, 6}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			keep0, repl0 := slices.Clone(c.e.Keep), maps.Clone(c.e.Replace)
@@ -355,4 +356,46 @@ func TestFitResponses(t *testing.T) {
 			t.Errorf("item %d condensed to %.200s", i, items[i].Raw)
 		}
 	}
+}
+
+// TestFitSteps: as a conversation grows, the cut moves in steps: most
+// calls forward a context whose start repeats the previous call's (a
+// provider's prompt cache keeps hitting), where cutting afresh to the
+// budget on every call would move the cut, and so break the prefix near
+// its start, on every call once over budget.
+func TestFitSteps(t *testing.T) {
+	const budget, turns = 40000, 40
+	var prev []byte
+	moves, over := 0, 0
+	for n := 1; n <= turns; n++ {
+		tr := chattest.Parse(t, session(n, 20000, 6000, false))
+		out, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, budget, len(tr.Turns)-1)
+		if rep.TokensAfter > budget {
+			t.Fatalf("%d turns: %d tokens over budget %d", n, rep.TokensAfter, budget)
+		}
+		body, err := tr.Rebuild(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := []byte(gjson.GetBytes(body, "messages").Raw)
+		if rep.Dropped > 0 {
+			over++
+			// Less than half of the previous context repeated: the cut moved.
+			if i := commonPrefixLen(prev, msgs); i < len(prev)/2 {
+				moves++
+			}
+		}
+		prev = msgs
+	}
+	if over < 10 || moves == 0 || moves > over/4 {
+		t.Errorf("the cut moved on %d of %d calls over budget, want a few steps", moves, over)
+	}
+}
+
+func commonPrefixLen(a, b []byte) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
 }

@@ -17,11 +17,12 @@ const preface = "This is rcm's record of the state of this task, kept by the pro
 
 // Message returns the memory message of r: one complete chat message object,
 // {"role":"user","content":"<rcm-task-state task=\"ID\">\n...\n</rcm-task-state>"},
-// to splice into the messages array after the routed history and before the
-// current request. The content is the preface line and Render(r). With
-// maxTokens > 0 the whole object stays within maxTokens*4 bytes (tokens
-// estimated as bytes/4, escaping included), the requirements kept before
-// anything else. The same record always gives the same bytes.
+// to splice into the messages array before the first request of a run of
+// the task (the proxy places it where the routed history lacks it). The
+// content is the preface line and Render(r). With maxTokens > 0 the whole
+// object stays within maxTokens*4 bytes (tokens estimated as bytes/4,
+// escaping included), the requirements kept before anything else. The
+// same record always gives the same bytes.
 func Message(r Record, maxTokens int) []byte {
 	open := `<rcm-task-state task="` + html.EscapeString(r.Task) + `">` + "\n" + preface + "\n"
 	const end = "</rcm-task-state>"
@@ -57,9 +58,12 @@ func encodeMessage(text string) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// maxFrozen is how many frozen messages each task keeps: the current turn's
-// and a few before it (a harness may retry an earlier turn).
-const maxFrozen = 4
+// maxFrozen is how many frozen messages each task keeps. A record placed at
+// the start of a run of the task stays in every later context of the task,
+// so each run start's message is kept while the session may still send it;
+// past this many run starts the oldest place is left empty (one prefix
+// break, far back).
+const maxFrozen = 64
 
 var bucketFrozen = []byte("frozen")
 
@@ -71,20 +75,32 @@ func frozenKey(task string, fp transcript.Fingerprint) []byte {
 	return append(k, fp[:]...)
 }
 
-// Frozen returns the memory message frozen for the turn fp of task, so that
-// every call of one turn forwards the same bytes (a provider's prefix cache
-// keeps hitting), and whether there is one.
+// Frozen returns the memory message frozen for the turn fp of task (placed
+// before that turn), so that every later call forwards the same bytes at
+// the same place (a provider's prefix cache keeps hitting), and whether
+// there is one.
 func (s *Store) Frozen(session, task string, fp transcript.Fingerprint) ([]byte, bool, error) {
-	var msg []byte
-	err := s.view("frozen "+session+"/"+task, func(tx *bolt.Tx) error {
-		if b := sessionBucket(tx, session, bucketFrozen); b != nil {
+	msgs, found, err := s.FrozenAt(session, task, []transcript.Fingerprint{fp})
+	return msgs[0], found[0], err
+}
+
+// FrozenAt is Frozen for several turns of task in one read: msgs[i] and
+// found[i] are those of the turn fps[i].
+func (s *Store) FrozenAt(session, task string, fps []transcript.Fingerprint) (msgs [][]byte, found []bool, err error) {
+	msgs, found = make([][]byte, len(fps)), make([]bool, len(fps))
+	err = s.view("frozen "+session+"/"+task, func(tx *bolt.Tx) error {
+		b := sessionBucket(tx, session, bucketFrozen)
+		if b == nil {
+			return nil
+		}
+		for i, fp := range fps {
 			if v := b.Get(frozenKey(task, fp)); len(v) >= 8 {
-				msg = bytes.Clone(v[8:]) // v is valid only inside the transaction
+				msgs[i], found[i] = bytes.Clone(v[8:]), true // v is valid only inside the transaction
 			}
 		}
 		return nil
 	})
-	return msg, msg != nil, err
+	return msgs, found, err
 }
 
 // PutFrozen freezes msg as the memory message of the turn fp of task. The

@@ -85,6 +85,15 @@ func TestFrozen(t *testing.T) {
 	if msg, ok, err := s.Frozen("s1", "t1", fpA); !ok || err != nil || string(msg) != "first" {
 		t.Errorf("Frozen = %q %v %v, want first", msg, ok, err)
 	}
+	// FrozenAt reads several turns at once; an empty message (a place left
+	// empty on purpose) is found.
+	if err := s.PutFrozen("s1", "t1", transcript.Fingerprint{0xee}, []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, found, err := s.FrozenAt("s1", "t1", []transcript.Fingerprint{fpA, {0xee}, {0xef}})
+	if err != nil || !found[0] || !found[1] || found[2] || string(msgs[0]) != "first" || len(msgs[1]) != 0 || msgs[2] != nil {
+		t.Errorf("FrozenAt = %q %v %v", msgs, found, err)
+	}
 	// Other sessions and tasks (also one whose id extends this one's) are apart.
 	for _, k := range [][2]string{{"s2", "t1"}, {"s1", "t"}, {"s1", "t1\x00"}} {
 		if _, ok, _ := s.Frozen(k[0], k[1], fpA); ok {
@@ -92,7 +101,8 @@ func TestFrozen(t *testing.T) {
 		}
 	}
 	// Each task keeps the latest maxFrozen turns.
-	for i := 2; i <= 10; i++ {
+	last := maxFrozen + 6
+	for i := 2; i <= last; i++ {
 		if err := s.PutFrozen("s1", "t1", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -100,16 +110,16 @@ func TestFrozen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := 1; i <= 10; i++ {
+	for i := 1; i <= last; i++ {
 		msg, ok, err := s.Frozen("s1", "t1", transcript.Fingerprint{byte(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := i > 10-maxFrozen; ok != want || ok && msg[0] != byte(i) {
+		if want := i > last-maxFrozen; ok != want || ok && msg[0] != byte(i) {
 			t.Errorf("turn %d: kept %v (%q), want %v", i, ok, msg, want)
 		}
 	}
-	if _, ok, _ := s.Frozen("s1", "t", transcript.Fingerprint{10}); !ok {
+	if _, ok, _ := s.Frozen("s1", "t", transcript.Fingerprint{byte(last)}); !ok {
 		t.Error("task t lost its latest frozen message to t1's pruning")
 	}
 	if err := s.PutFrozen("", "t1", fpA, nil); err == nil {
@@ -127,7 +137,7 @@ func TestFrozenConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range 20 {
+			for j := range maxFrozen + 4 {
 				fp := transcript.Fingerprint{byte(j)}
 				if err := s.PutFrozen("s", "t", fp, []byte{byte(i)}); err != nil {
 					t.Error(err)
@@ -137,7 +147,7 @@ func TestFrozenConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	n := 0
-	for j := range 20 {
+	for j := range maxFrozen + 4 {
 		if _, ok, _ := s.Frozen("s", "t", transcript.Fingerprint{byte(j)}); ok {
 			n++
 		}

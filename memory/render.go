@@ -7,8 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Render writes r as the compact text of the memory message injected before
-// the current request. Sections come in order of importance: requirements
+// Render writes r as the compact text of the memory message (see Message). Sections come in order of importance: requirements
 // (verbatim, oldest first), unfinished items, the last test, files changed,
 // progress, summary, commands, files read. When maxTokens > 0 the text
 // stays within maxTokens*4 bytes (tokens estimated as bytes/4): the last

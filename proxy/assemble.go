@@ -49,10 +49,9 @@ type assembly struct {
 	knownTasks []string
 	at         time.Time
 
-	// rcm mode: the memory message frozen for this turn, written after the
-	// response when this call rendered it; the budget fit.
-	freeze bool
-	frozen []byte
+	// rcm mode: the record messages this call rendered, frozen where they
+	// were placed after the response; the budget fit.
+	freeze []frozen
 	fit    compaction.Report
 
 	// release hands the call's writes to its session's write slot.
@@ -75,7 +74,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// A bug in a pipeline step must not break the agent: fail open.
 		if p := recover(); p != nil {
 			h.log.Error("pipeline panic, forwarding unchanged", "session", a.session, "panic", p, "stack", string(debug.Stack()))
-			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, false
+			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, nil
 		}
 		a.tokensOut = compaction.Estimate(len(a.body))
 	}()
@@ -153,6 +152,12 @@ func (h *Handler) subagent(r *http.Request, a *assembly) {
 	if a.task = h.lastTask(a.session); a.task != "" {
 		a.routed, a.confidence, a.method = true, 1, "subagent"
 	}
+}
+
+// frozen is a record message and the turn it was placed before.
+type frozen struct {
+	fp  transcript.Fingerprint
+	msg []byte
 }
 
 // kind names the call's kind for events and metrics: "invalid" when the

@@ -34,6 +34,11 @@
 //   - Store writes happen after the answer, off the request path, but a
 //     session's next call waits (at most 2 s) for its previous call's
 //     writes, so that it routes on them; calls of other sessions never wait.
+//   - rcm mode places a task's record before the first request of each run
+//     of the task (after another task's turn or a compaction summary) and
+//     freezes it there, so a run's calls forward append-only contexts; a
+//     run whose first turn fell back (the full history went out) gets no
+//     record, and a task's 65th run start pushes out its oldest record.
 //   - Credentials (Authorization, x-api-key) are forwarded, never stored or
 //     logged; --upstream-key is added only when the client sends none.
 //   - /v1/messages (Anthropic) goes to --anthropic-upstream, everything

@@ -50,33 +50,42 @@ func TestForwardedGolden(t *testing.T) {
 	for _, mode := range []string{"native", "router", "rcm"} {
 		t.Run(mode, func(t *testing.T) {
 			a, b := forwardSession(t, mode), forwardSession(t, mode)
-			var sum strings.Builder
 			for i := range a {
 				if string(a[i]) != string(b[i]) {
 					t.Fatalf("call %d: two runs on fresh stores forwarded different bytes", i)
 				}
-				fmt.Fprintf(&sum, "call %d sha256=%x\n", i, sha256.Sum256(a[i]))
-				gjson.GetBytes(a[i], "messages").ForEach(func(_, m gjson.Result) bool {
-					text := m.Get("content").String()
-					if len(text) > 70 {
-						text = text[:70] + "..."
-					}
-					fmt.Fprintf(&sum, "  %s %q\n", m.Get("role").String(), text)
-					return true
-				})
 			}
-			golden := filepath.Join("testdata", "forwarded_"+mode+".golden")
-			if *update {
-				os.MkdirAll("testdata", 0o755)
-				os.WriteFile(golden, []byte(sum.String()), 0o644)
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum.String() != string(want) {
-				t.Errorf("forwarded bodies differ from %s (go test ./proxy -run Golden -update):\n%s", golden, sum.String())
-			}
+			checkGolden(t, "forwarded_"+mode+".golden", a)
 		})
+	}
+}
+
+// checkGolden compares a summary of forwarded bodies (a hash of each, and
+// each message's role and the start of its text) with testdata/name.
+func checkGolden(t *testing.T, name string, bodies [][]byte) {
+	t.Helper()
+	var sum strings.Builder
+	for i, body := range bodies {
+		fmt.Fprintf(&sum, "call %d sha256=%x\n", i, sha256.Sum256(body))
+		gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+			text := m.Get("content").String()
+			if len(text) > 70 {
+				text = text[:70] + "..."
+			}
+			fmt.Fprintf(&sum, "  %s %q\n", m.Get("role").String(), text)
+			return true
+		})
+	}
+	golden := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(golden, []byte(sum.String()), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.String() != string(want) {
+		t.Errorf("forwarded bodies differ from %s (go test ./proxy -run Golden -update):\n%s", golden, sum.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ func checkMessages(body []byte) error {
 			results = results && isResult
 			if isResult {
 				id := b.Get("tool_use_id").Str
-				j := indexOf(pending, id)
+				j := slices.Index(pending, id)
 				if j < 0 {
 					return fmt.Errorf("message %d: tool_result %s answers no tool_use", i, id)
 				}
@@ -108,15 +109,6 @@ func checkMessages(body []byte) error {
 		}
 	}
 	return nil
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 // sameOutsideMessages reports the first top-level field (other than

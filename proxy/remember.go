@@ -1,21 +1,26 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
 // remember adds what rcm mode adds to a routed context: post-compaction
-// summaries scoped to the task, the task's state record (frozen for the
-// turn), and the fit to --context-tokens.
+// summaries scoped to the task, the task's state records (each placed at
+// the start of a run of the task and frozen there), and the fit to
+// --context-tokens.
 func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) (transcript.Edit, error) {
 	t := a.transcript
 	cur := len(t.Turns) - 1
+	var places []place
 	if a.task != "" {
 		ids := a.taskIDs()
 		for _, ti := range a.plan.Keep {
@@ -42,40 +47,171 @@ func (h *Handler) remember(ctx context.Context, a *assembly, e transcript.Edit) 
 				e.Replace[i] = raw
 			}
 		}
-		msg, err := h.memoryMessage(a, cur)
-		if err != nil {
+		var err error
+		if places, err = h.records(a, cur); err != nil {
 			return e, err
 		}
-		if len(msg) > 0 {
-			a.injected = msg
-			e.Insert = append(e.Insert, transcript.Insert{Before: t.Turns[cur].Start, Raw: msg})
+		if n := len(places); n > 0 {
+			// The inspector shows the latest run's record, the one this
+			// call's request reads.
+			a.injected = places[n-1].msg
 		}
 	}
-	e, rep := compaction.Fit(t, e, h.cfg.ContextTokens, cur)
-	a.fit = rep
-	return e, nil
+	return h.fit(a, e, places, cur)
 }
 
-// memoryMessage returns the task's state record as a message, the same
-// bytes for every call of one turn: the first call renders it from the
-// store and freezes it after the response (empty when the task has no
-// record yet, so that later calls of the turn add none either).
-func (h *Handler) memoryMessage(a *assembly, cur int) ([]byte, error) {
-	fp := a.fps[cur]
-	msg, ok, err := h.store.Frozen(a.session, a.task, fp)
-	if err != nil || ok {
-		return msg, err
+// place is a record message and the turn it goes before.
+type place struct {
+	turn int
+	msg  []byte
+}
+
+// records returns the task's record messages in the routed context. A
+// record goes at the start of a run of the task (its first turn, or one
+// after another task's turn or a post-compaction summary): there the
+// history the model reads lacks what the record says, while within a run
+// it holds it. The record of the current run is rendered on the run's first
+// call and frozen; every later call of the session finds each run's record
+// where it was first sent, so the contexts of a run are append-only and a
+// switch is the only place a new prefix starts. A run start whose record
+// was never sent (empty, or not rendered) stays without one.
+func (h *Handler) records(a *assembly, cur int) ([]place, error) {
+	starts := runStarts(a.transcript, a.plan, a.task, cur)
+	if len(starts) == 0 {
+		return nil, nil
 	}
+	fps := make([]transcript.Fingerprint, len(starts))
+	for i, ti := range starts {
+		fps[i] = a.fps[ti]
+	}
+	msgs, found, err := h.store.FrozenAt(a.session, a.task, fps)
+	if err != nil {
+		return nil, err
+	}
+	var places []place
+	for i, ti := range starts {
+		msg := msgs[i]
+		if !found[i] {
+			if ti != cur {
+				continue
+			}
+			if msg, err = h.render(a, ti, h.cfg.MemoryTokens); err != nil {
+				return nil, err
+			}
+		}
+		if len(msg) > 0 {
+			places = append(places, place{ti, msg})
+		}
+	}
+	return places, nil
+}
+
+// runStarts lists the kept turns before which a record of task may stand,
+// ascending: the first request turn of each run of the task's request
+// turns, up to the current turn's run when the current turn opens one or
+// continues one.
+func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int) []int {
+	kept := make(map[int]bool, len(plan.Keep))
+	for _, ti := range plan.Keep {
+		kept[ti] = true
+	}
+	ours := func(ti int) bool {
+		return t.Turns[ti].Kind == transcript.Request && ti < len(plan.Turns) && plan.Turns[ti].Task == task
+	}
+	var starts []int
+	for ti := 0; ti <= cur && ti < len(t.Turns); ti++ {
+		if kept[ti] && ours(ti) && (ti == 0 || !ours(ti-1)) {
+			starts = append(starts, ti)
+		}
+	}
+	return starts
+}
+
+// render renders the task's record as a message of at most tokens tokens,
+// to be frozen before turn ti after the response (an empty message when the
+// task has no requirements yet, so that later calls add none there either).
+func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
 	rec, found, err := h.store.Record(a.session, a.task)
 	if err != nil {
 		return nil, err
 	}
+	msg := []byte{}
 	if found && len(rec.Requirements) > 0 {
-		msg = memory.Message(rec, h.cfg.MemoryTokens)
+		msg = memory.Message(rec, tokens)
 	}
-	a.freeze = true
-	a.frozen = msg
+	a.freeze = append(a.freeze, frozen{a.fps[ti], msg})
 	return msg, nil
+}
+
+// fit keeps the context within --context-tokens. The records go in as
+// placed; when the fit has to drop turns, the records of dropped runs go
+// with them, and the record stands before the first turn kept instead
+// (frozen there like a run's), since the history no longer holds what it
+// says. Room for it is kept by fitting the rest to the budget less the
+// record's (at most a quarter of the budget).
+func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (transcript.Edit, error) {
+	t, budget := a.transcript, h.cfg.ContextTokens
+	out, rep := compaction.Fit(t, withRecords(t, e, places), budget, cur)
+	if rep.Dropped == 0 || a.task == "" {
+		a.fit = rep
+		return out, nil
+	}
+	reserve := min(h.cfg.MemoryTokens, budget/4)
+	out, rep = compaction.Fit(t, withRecords(t, e, places), budget-reserve, cur)
+	kept := make(map[int]bool, len(out.Keep))
+	for _, i := range out.Keep {
+		kept[i] = true
+	}
+	first := -1
+	var left []place
+	for _, p := range places {
+		if kept[t.Turns[p.turn].Start] {
+			left = append(left, p)
+		}
+	}
+	for ti := 0; ti <= cur; ti++ {
+		if tr := t.Turns[ti]; kept[tr.Start] {
+			first = ti
+			break
+		}
+	}
+	if first >= 0 && (len(left) == 0 || left[0].turn != first) {
+		msgs, found, err := h.store.FrozenAt(a.session, a.task, []transcript.Fingerprint{a.fps[first]})
+		if err != nil {
+			return e, err
+		}
+		msg := msgs[0]
+		if !found[0] {
+			if msg, err = h.render(a, first, reserve); err != nil {
+				return e, err
+			}
+		}
+		if len(msg) > 0 {
+			left = append([]place{{first, msg}}, left...)
+		}
+	}
+	out.Insert = withRecords(t, transcript.Edit{Insert: e.Insert}, left).Insert
+	size := len(t.Body)
+	if b, err := t.Rebuild(out); err == nil {
+		size = len(b)
+	}
+	rep.TokensAfter = compaction.Estimate(size)
+	a.fit = rep
+	return out, nil
+}
+
+// withRecords returns e with the records inserted where they are placed.
+func withRecords(t *transcript.Transcript, e transcript.Edit, places []place) transcript.Edit {
+	if len(places) == 0 {
+		return e
+	}
+	ins := slices.Clone(e.Insert)
+	for _, p := range places {
+		ins = append(ins, transcript.Insert{Before: t.Turns[p.turn].Start, Raw: p.msg})
+	}
+	slices.SortStableFunc(ins, func(x, y transcript.Insert) int { return cmp.Compare(x.Before, y.Before) })
+	e.Insert = ins
+	return e
 }
 
 // taskIDs lists every task the session holds, from the store and this call.
@@ -156,8 +292,8 @@ func observe(w *memory.Tx, a *assembly) error {
 			turns = append(turns, i)
 		}
 	}
-	if a.freeze {
-		if err := w.PutFrozen(a.session, a.task, a.fps[len(a.fps)-1], a.frozen); err != nil {
+	for _, f := range a.freeze {
+		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
 			return err
 		}
 	}

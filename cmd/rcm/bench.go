@@ -66,6 +66,7 @@ type replayConfig struct {
 	overhead           string
 	compactionTail     int64
 	api                string
+	cachePrice         float64
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -81,6 +82,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
 		{flag: "api", env: "RCM_BENCH_API", help: "what the calls speak: chat (/v1/chat/completions, default) or messages (Anthropic's /v1/messages)", set: stringOpt(&c.api)},
+		{flag: "cache-price", env: "RCM_BENCH_CACHE_PRICE", help: "price of a cached input token relative to an uncached one, in the cost with prompt caching (default 0.1)", set: floatOpt(&c.cachePrice)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -95,7 +97,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if err != nil {
 		return err
 	}
-	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api}
+	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api, CachePrice: c.cachePrice}
 	if c.modes != "" {
 		for m := range strings.SplitSeq(c.modes, ",") {
 			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))

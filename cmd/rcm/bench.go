@@ -60,6 +60,7 @@ type replayConfig struct {
 	concurrency        int64
 	overhead           string
 	compactionTail     int64
+	layout             string
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -74,6 +75,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
+		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -87,6 +89,12 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	spec, err := loadSpec(&c, stderr)
 	if err != nil {
 		return err
+	}
+	if c.layout != "" {
+		spec.Layout = c.layout
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
 	}
 	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail)}
 	if c.modes != "" {

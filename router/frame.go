@@ -169,10 +169,18 @@ func (f *frame) place(p string) (ws, rel string) {
 	}
 	rest := strings.TrimPrefix(p, base+"/")
 	name, after, _ := strings.Cut(rest, "/")
-	// A path sharing nothing with the working directory but the root
-	// ("/home/u/..." from /work/app, "/repr" from a symbol) is no
-	// checkout of this session: an example, a URL path, another machine.
-	if base == "" || name == "" || strings.HasPrefix(name, ".") || (after == "" && strings.IndexByte(name, '.') > 0) {
+	if base == "" {
+		// A tree that shares only the root with the working directory
+		// ("/work/ws1" from /home/dev/project): its checkouts are the
+		// folders one level down. A lone name ("/repr", "/api") is a URL
+		// path or a symbol.
+		sub, deeper, _ := strings.Cut(after, "/")
+		if sub == "" || strings.HasPrefix(sub, ".") || deeper == "" && strings.IndexByte(sub, '.') > 0 {
+			return "", after
+		}
+		name, after = name+"/"+sub, deeper
+	}
+	if name == "" || strings.HasPrefix(name, ".") || (after == "" && strings.IndexByte(name, '.') > 0) {
 		return "", after
 	}
 	return base + "/" + name, after

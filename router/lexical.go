@@ -290,7 +290,7 @@ func (s *session) lexical(q *query, prof []profile, only []string) Decision {
 	if pNew >= s.thr {
 		return Decision{Task: s.newID(), Confidence: pNew, Method: MethodNew, Scores: map[string]float64{"new": pNew}}
 	}
-	if top == 0 && cb == 0 {
+	if top == 0 && cb == 0 && len(cand) > 1 {
 		return s.guess()
 	}
 	best, pWhich, method := e.best, 1.0, MethodLexical

@@ -289,10 +289,7 @@ func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, o
 		}
 		own := owners(prof, r)
 		if len(own) == 0 {
-			// A new folder opens a task when the turn works in it, or
-			// names it below the working directory (a path outside it in
-			// a request is more often quoted than worked in).
-			fresh = fresh || slices.Contains(sig.workdirs, r) || slices.Contains(sig.named, r) && r[0] != '/'
+			fresh = fresh || len(strong) > 0
 		}
 		for _, o := range own {
 			if !slices.Contains(only, o) {

@@ -76,6 +76,8 @@ func TestPlace(t *testing.T) {
 		{frame{cwd: "/srv/app"}, "/srv/app/x/m.rb", "x", "x/m.rb"},
 		{frame{cwd: "/srv/app"}, "/srv/app/y/m.rb", "y", "y/m.rb"},
 		{frame{}, "/work/ws1/a.py", "", "work/ws1/a.py"},
+		{repo, "/work/ws1/django/a.py", "/work/ws1", "django/a.py"},
+		{repo, "/repr", "", ""},
 	} {
 		if ws, rel := c.f.place(c.in); ws != c.ws || rel != c.rel {
 			t.Errorf("%+v.place(%q) = %q %q, want %q %q", c.f, c.in, ws, rel, c.ws, c.rel)

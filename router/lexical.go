@@ -216,9 +216,11 @@ func compare(q *query, cand []profile) evidence {
 }
 
 // Calibration of the lexical decision. Each part is a logistic of a
-// linear score of the evidence; the constants were fitted on the demo
-// pack's interleaved sessions in both layouts (see TestCalibration) and are
-// checked on the shared data's (TestInterleaved).
+// linear score of the evidence; the constants are round values set by
+// looking at the evidence of new and returning requests in the shared
+// layout of the shared data's sessions (so the replay numbers on that data
+// are in-sample), and checked on the real single-task sessions
+// (TestSWETogetherStaysOneTask) and the issue's cases (TestIssueCases).
 const (
 	// New work: the request names little of any task's subject (cover)
 	// and most of its weight is in terms no task has (share), and there is

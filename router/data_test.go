@@ -275,6 +275,7 @@ func checkKeep(t *testing.T, p Plan) {
 // only with the bench's own requests, and not with -short.
 func TestInterleaved(t *testing.T) {
 	all := switchSessions(t, bench.LayoutCheckout)
+	shared := switchSessions(t, bench.LayoutShared)
 	var near []switchSession
 	for _, s := range all {
 		if s.sess.Kind == bench.KindNear {
@@ -297,7 +298,7 @@ func TestInterleaved(t *testing.T) {
 		// directory: nothing says which task, so most of those calls fall
 		// back (what native forwards); the routed ones must be right.
 		{"bare", near, variant{}, 0.95, 0.40, 0.98, 0.98},
-		{"shared", switchSessions(t, bench.LayoutShared), variant{named: true, workdir: true}, 0.95, 0.15, 0.98, 0.98},
+		{"shared", shared, variant{named: true, workdir: true}, 0.95, 0.15, 0.98, 0.98},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			m := replay(t, v.sessions, 0.8, v.variant)

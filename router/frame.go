@@ -24,11 +24,11 @@ type frame struct {
 var harnessCWD = []struct {
 	harness       string
 	before, after string // the directory is between them
-	repo, notRepo string // markers of a git repository or not; "" if none
+	repo          string // the marker of a git repository; "" if the harness has none
 }{
-	{"opencode", "Working directory: ", "\n", "Is directory a git repo: yes", "Is directory a git repo: no"},
-	{"claude-code", "Primary working directory: ", "\n", "Is a git repository: true", "Is a git repository: false"},
-	{"codex", "<cwd>", "</cwd>", "", ""},
+	{"opencode", "Working directory: ", "\n", "Is directory a git repo: yes"},
+	{"claude-code", "Primary working directory: ", "\n", "Is a git repository: true"},
+	{"codex", "<cwd>", "</cwd>", ""},
 }
 
 // frameCap bounds the bytes of the preamble searched for the working
@@ -60,11 +60,10 @@ func readFrame(t *transcript.Transcript) frame {
 			if !strings.HasPrefix(dir, "/") {
 				continue
 			}
-			f := frame{cwd: path.Clean(dir), repo: true}
-			if h.notRepo != "" && strings.Contains(text, h.notRepo) {
-				f.repo = false
-			}
-			return f
+			// A harness that says whether it is a repository is taken at
+			// its word (no word: a folder); one that never says (Codex) is
+			// most often opened in one.
+			return frame{cwd: path.Clean(dir), repo: h.repo == "" || strings.Contains(text, h.repo)}
 		}
 	}
 	// Inferred from the first request turns (the folders their tool calls

@@ -244,9 +244,9 @@ func (s *session) classify(i int, header string) Decision {
 	if len(s.byTask) == 0 && len(s.tasks) == 0 {
 		return one(s.newID(), confFirst, MethodNew)
 	}
-	// A message sent while the agent is mid-work on the previous request
-	// (no answer in words yet: a slash command and its expansion, a tool
-	// notice, a skill's text, an addendum) continues that request's task.
+	// A message sent before the agent answered the previous request (a
+	// slash command and its expansion, an addendum), or a harness's own
+	// notice (a loaded tool, a skill's text), continues that request's task.
 	if i > 0 && (s.interrupts(i) || injected(s.request(i))) && s.ds[i-1].Task != "" {
 		d := s.ds[i-1]
 		return one(d.Task, d.Confidence, MethodFollowUp)
@@ -312,26 +312,14 @@ func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, o
 	return Decision{}, false, only
 }
 
-// interrupts reports whether turn i opens while the agent has not answered
-// the previous request in words: that turn is a request with nothing after
-// it, or holds no assistant text and ends in a tool result.
+// interrupts reports whether turn i opens before the agent answered the
+// previous request at all: that turn is a request with nothing after it.
 func (s *session) interrupts(i int) bool {
 	prev := s.t.Turns[i-1]
 	if prev.Kind != transcript.Request {
 		return false
 	}
-	if prev.End-prev.Start == 1 {
-		return true
-	}
-	if s.t.Messages[prev.End-1].Role != "tool" {
-		return false
-	}
-	for k := prev.Start + 1; k < prev.End; k++ {
-		if m := &s.t.Messages[k]; m.Role == "assistant" && strings.TrimSpace(clip(m.Text(), 64)) != "" {
-			return false
-		}
-	}
-	return true
+	return prev.End-prev.Start == 1
 }
 
 // followUp continues the task of the previous request turn.

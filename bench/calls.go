@@ -48,8 +48,12 @@ type Call struct {
 	Response Message `json:"response"`
 }
 
-// Checkout returns the checkout path of a task in a session.
+// Checkout returns the checkout path of a task in a session: its own, or
+// in the shared layout the session's one checkout.
 func (s *Spec) Checkout(sess *Session, task string) string {
+	if s.shared() {
+		return s.sharedCheckout(sess)
+	}
 	return path.Join(s.Root(), sess.Workspaces[task])
 }
 
@@ -74,7 +78,11 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 		return nil, fmt.Errorf("bench: schedule %q: want base or switch", sched)
 	}
 	system := s.SystemPrompt
-	if system == "" {
+	switch {
+	case system == "" && s.shared():
+		// The harness was opened in the repository itself.
+		system = strings.Replace(DefaultSystemPrompt(s.sharedCheckout(sess)), "Is directory a git repo: no", "Is directory a git repo: yes", 1)
+	case system == "":
 		system = DefaultSystemPrompt(s.Root())
 	}
 	history := []Message{{Role: RoleSystem, Content: system}}
@@ -86,7 +94,11 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 		}
 		checkout := s.Checkout(sess, t.ID)
 		stage := t.Stages[st.Stage]
-		req := strings.ReplaceAll(stage.Request, CheckoutPlaceholder, checkout)
+		req := stage.Request
+		if s.shared() {
+			req = sharedRequest(t, st.Stage)
+		}
+		req = strings.ReplaceAll(req, CheckoutPlaceholder, checkout)
 		history = append(history, Message{Role: RoleUser, Content: rewritePath(req, t.Workdir, checkout)})
 		n := len(calls)
 		for _, m := range stage.Messages {

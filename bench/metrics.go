@@ -233,6 +233,25 @@ func Tokens(bytes int) int { return (bytes + 3) / 4 }
 type Decision struct {
 	Confidence float64
 	Correct    bool
+	Routed     bool // forwarded routed, not a fallback
+}
+
+// RoutedRight returns the share of routed decisions (not fallbacks) that
+// were right, and how many there were; NaN without any.
+func RoutedRight(ds []Decision) (float64, int) {
+	n, right := 0, 0
+	for _, d := range ds {
+		if d.Routed {
+			n++
+			if d.Correct {
+				right++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return float64(right) / float64(n), n
 }
 
 // Bin is one row of a reliability table.

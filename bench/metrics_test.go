@@ -150,8 +150,14 @@ func TestPrefixStability(t *testing.T) {
 
 func TestCalibrate(t *testing.T) {
 	ds := []Decision{
-		{0.95, true}, {0.95, true}, {0.95, false}, {1.0, true}, // bin 0.9-1.0: conf 0.9625, acc 0.75
-		{0.55, true}, {0.45, false}, // bins 0.5 and 0.4
+		{0.95, true, true}, {0.95, true, true}, {0.95, false, true}, {1.0, true, true}, // bin 0.9-1.0: conf 0.9625, acc 0.75
+		{0.55, true, false}, {0.45, false, false}, // bins 0.5 and 0.4, fallbacks
+	}
+	if rr, n := RoutedRight(ds); n != 4 || rr != 0.75 {
+		t.Errorf("routed right %v of %d, want 0.75 of 4", rr, n)
+	}
+	if rr, n := RoutedRight(ds[4:]); n != 0 || !math.IsNaN(rr) {
+		t.Errorf("routed right without routed decisions: %v of %d", rr, n)
 	}
 	bins, ece := Calibrate(ds, 10)
 	if len(bins) != 3 || bins[0].Lo != 0.4 || bins[1].Lo != 0.5 || bins[2].Lo != 0.9 || bins[2].N != 4 {
@@ -167,7 +173,7 @@ func TestCalibrate(t *testing.T) {
 	if _, ece := Calibrate(nil, 10); !math.IsNaN(ece) {
 		t.Errorf("ECE of nothing %v, want NaN", ece)
 	}
-	if _, ece := Calibrate([]Decision{{1, true}, {0, false}}, 10); ece != 0 {
+	if _, ece := Calibrate([]Decision{{Confidence: 1, Correct: true}, {Confidence: 0}}, 10); ece != 0 {
 		t.Errorf("perfect calibration: ECE %v", ece)
 	}
 }

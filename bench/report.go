@@ -89,6 +89,9 @@ func (r *Results) markdown(w io.Writer) {
 		name = "(unnamed spec)"
 	}
 	fmt.Fprintf(w, "# rcm bench replay: %s\n\n", name)
+	if r.Layout != "" {
+		fmt.Fprintf(w, "Layout: %s.\n\n", r.Layout)
+	}
 	fmt.Fprintf(w, "%d of %d sessions replayed in every mode and threshold (modes %s; thresholds %s).\n",
 		r.Completed, r.Sessions, strings.Join(r.Modes, ", "), joinFloats(r.Thresholds))
 	if r.Interrupted {
@@ -200,7 +203,7 @@ native*: billed over native's billed on the same sessions; *cached*: cached shar
 			continue
 		}
 		any = true
-		fmt.Fprintf(w, "%s at threshold %.2f (ECE %s):\n\n", s.Mode, s.Threshold, f3(s.ECE))
+		fmt.Fprintf(w, "%s at threshold %.2f (ECE %s; routed decisions right: %s of %d):\n\n", s.Mode, s.Threshold, f3(s.ECE), f3(s.RoutedRight), s.RoutedN)
 		mdHeader(w, "confidence bin", "calls:", "mean confidence:", "accuracy:")
 		for _, b := range s.Calibration {
 			fmt.Fprintf(w, "| %.1f–%.1f | %d | %.3f | %.3f |\n", b.Lo, b.Hi, b.N, b.Confidence, b.Accuracy)

@@ -187,7 +187,7 @@ func sessionResult(sess *Session, mode string, threshold float64, base, sw []cal
 			if ok {
 				correct++
 			}
-			r.decisions = append(r.decisions, Decision{Confidence: o.confidence, Correct: ok})
+			r.decisions = append(r.decisions, Decision{Confidence: o.confidence, Correct: ok, Routed: o.fallback != "threshold" && o.fallback != "error"})
 		}
 		// Calls without a decision count as misrouted.
 		r.RoutingAccuracy = Num(float64(correct) / n)
@@ -225,6 +225,10 @@ type Metrics struct {
 	Routed            Num    `json:"routed"`
 	ECE               Num    `json:"ece"`
 	Calibration       []Bin  `json:"calibration"`
+	// RoutedRight: the share of routed decisions (pooled; fallbacks left
+	// out) that were right, over RoutedN of them.
+	RoutedRight       Num    `json:"routed_right"`
+	RoutedN           int    `json:"routed_n"`
 	FallbackRate      Num    `json:"fallback_rate"`
 	FallbackRateCI    [2]Num `json:"fallback_rate_ci"`
 	FallbackThreshold Num    `json:"fallback_threshold"`
@@ -272,6 +276,7 @@ type Summary struct {
 // Results are a replay's outcome, what results.json holds.
 type Results struct {
 	Spec       string    `json:"spec"`
+	Layout     string    `json:"layout,omitempty"`
 	Modes      []string  `json:"modes"`
 	Thresholds []float64 `json:"thresholds"`
 	// Sessions in the spec; Completed: those every mode and threshold
@@ -286,7 +291,7 @@ type Results struct {
 }
 
 func aggregate(spec *Spec, opts Options, rs []*SessionResult) *Results {
-	res := &Results{Spec: spec.Name, Modes: opts.Modes, Thresholds: opts.Thresholds, Sessions: len(spec.Sessions), PerSession: rs,
+	res := &Results{Spec: spec.Name, Layout: spec.Layout, Modes: opts.Modes, Thresholds: opts.Thresholds, Sessions: len(spec.Sessions), PerSession: rs,
 		CachePrice: opts.CachePrice}
 	seen := map[string]bool{}
 	for _, r := range rs {
@@ -369,6 +374,8 @@ func metricsOf(rs []*SessionResult) Metrics {
 	var ece float64
 	m.Calibration, ece = Calibrate(ds, 10)
 	m.ECE = Num(ece)
+	rr, rn := RoutedRight(ds)
+	m.RoutedRight, m.RoutedN = Num(rr), rn
 	m.OverheadP50, m.OverheadP95 = Num(Percentile(over, 50)), Num(Percentile(over, 95))
 	return m
 }

@@ -31,6 +31,9 @@ type Spec struct {
 	SystemPrompt string    `json:"system_prompt,omitempty"`
 	Tasks        []Task    `json:"tasks"`
 	Sessions     []Session `json:"sessions"`
+
+	// Layout is LayoutCheckout (the default, "") or LayoutShared.
+	Layout string `json:"layout,omitempty"`
 }
 
 // Task is a repository snapshot, ordered requests (stages) and a verifier.
@@ -163,6 +166,9 @@ func (s *Spec) Validate() error {
 	var errs []error
 	if s.Version != Version {
 		errs = append(errs, fmt.Errorf("version: %d, want %d", s.Version, Version))
+	}
+	if s.Layout != "" && s.Layout != LayoutCheckout && s.Layout != LayoutShared {
+		errs = append(errs, fmt.Errorf("layout: %q, want %s or %s", s.Layout, LayoutCheckout, LayoutShared))
 	}
 	if len(s.Tasks) == 0 {
 		errs = append(errs, errors.New("tasks: empty"))

@@ -525,6 +525,43 @@ func TestStoreRecordsSessions(t *testing.T) {
 	}
 }
 
+// TestSubagentTakesParentTask: a subagent's call (x-parent-session-id)
+// belongs to its parent session's current task and is forwarded whole.
+func TestSubagentTakesParentTask(t *testing.T) {
+	rec := &recorder{}
+	up := httptest.NewServer(rec)
+	defer up.Close()
+	db := filepath.Join(t.TempDir(), "rcm.db")
+	body, hdr, path := load(t, "subagent_request_with_parent_header")
+	st, err := memory.Open(db, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendEvent(hdr.Get("X-Parent-Session-Id"), memory.Event{Kind: "agent", Mode: "router", Task: "t2", Confidence: 0.9}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	cfg := Config{Upstream: up.URL + "/v1", DB: db, Mode: Router}
+	cfg.Validate()
+	h, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer func() { srv.Close(); h.Close() }()
+	resp := post(t, srv.URL+path, body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := resp.Header.Get(HeaderTask); got != "t2" || resp.Header.Get(HeaderFallback) != FallbackNone {
+		t.Fatalf("task %q fallback %q, want t2 none", got, resp.Header.Get(HeaderFallback))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.bodies) != 1 || !bytes.Equal(rec.bodies[0], body) {
+		t.Fatalf("the subagent's body was not forwarded as sent")
+	}
+}
+
 // TestDisconnectLeaksNothing: repeated mid-stream disconnects leave no
 // goroutine behind (the upstream reads and the copy loops all end).
 func TestDisconnectLeaksNothing(t *testing.T) {

@@ -11,11 +11,22 @@ import (
 	"github.com/rcm-dev/rcm/transcript"
 )
 
+// methodParent: a subagent call takes its parent session's current task.
+const methodParent = "parent"
+
 // route decides the task of the call and rebuilds the body to forward only
 // that task's turns. Labels come from the store (read in one View); new
 // decisions are kept on the assembly and written after the response.
 func (h *Handler) route(r *http.Request, a *assembly) error {
 	t := a.transcript
+	if t.Kind == transcript.Subagent {
+		// A subagent works for its parent session's current task: its
+		// whole context is that task's and goes out as sent.
+		if task := h.lastTask(r.Header.Get("X-Parent-Session-Id")); task != "" {
+			a.task, a.confidence, a.method, a.routed = task, 1, methodParent, true
+			return nil
+		}
+	}
 	fps := t.Fingerprints()
 	prior := make([]router.Prior, len(fps))
 	var known []string

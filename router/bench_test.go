@@ -15,11 +15,12 @@ import (
 
 // openCodeBody builds an OpenCode-style body of about size bytes: the system
 // prompt and tools of a real OpenCode capture, then turns of five tasks
-// interleaved, each turn a request and six tool calls with 2 KiB results.
-func openCodeBody(b *testing.B, size int) []byte {
+// interleaved, each turn a request and six tool calls with results of
+// lines lines (24: 2 KiB).
+func openCodeBody(b *testing.B, size, lines int) []byte {
 	var ms []bench.Message
 	total := len(capture.Body(b, "first_agent_request"))
-	output := strings.Repeat("django/db/models/query.py:1021: def _filter_or_exclude(self, negate, *args, **kwargs):\n", 24)
+	output := strings.Repeat("django/db/models/query.py:1021: def _filter_or_exclude(self, negate, *args, **kwargs):\n", lines)
 	add := func(m bench.Message) {
 		r, _ := json.Marshal(m)
 		ms = append(ms, m)
@@ -46,9 +47,10 @@ func openCodeBody(b *testing.B, size int) []byte {
 // BenchmarkRoute: one call whose earlier turns are labelled in the store
 // and whose current turn is new, without the model classifier.
 func BenchmarkRoute(b *testing.B) {
-	for _, size := range []int{256 << 10, 1 << 20, 4 << 20} {
-		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			body := openCodeBody(b, size)
+	for _, c := range []struct{ size, lines int }{{256 << 10, 24}, {1 << 20, 24}, {4 << 20, 24}, {1 << 20, 4}} {
+		// 1 MiB of 4-line results is the case: about 250 turns.
+		b.Run(fmt.Sprintf("%dKiB-%dlines", c.size>>10, c.lines), func(b *testing.B) {
+			body := openCodeBody(b, c.size, c.lines)
 			tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -62,7 +64,6 @@ func BenchmarkRoute(b *testing.B) {
 			for i := range prior {
 				prior[i] = p.Turns[i].Prior()
 			}
-			b.ReportMetric(float64(len(tr.Turns)), "turns")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -71,6 +72,7 @@ func BenchmarkRoute(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(tr.Turns)), "turns")
 		})
 	}
 }

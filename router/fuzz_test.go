@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/rcm-dev/rcm/transcript"
@@ -25,10 +26,11 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var r roots
-		scan(s, &r)
+		f := &frame{cwd: "/work"}
+		scan(s, f, &r)
 		for _, p := range r.all {
-			if root, _ := splitRoot(p); root != "" && (root[0] != '/' || len(root) > len(p)) {
-				t.Fatalf("root %q of %q", root, p)
+			if ws, rel := f.place(p); len(ws) > len(p) || len(rel) > len(p) {
+				t.Fatalf("workspace %q, rel %q of %q", ws, rel, p)
 			}
 		}
 	})
@@ -39,6 +41,8 @@ func FuzzScan(f *testing.F) {
 func FuzzRoute(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"in /work/ws1 fix x"},{"role":"assistant","content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{\"workdir\":\"/work/ws2\"}"}}]},{"role":"tool","tool_call_id":"a","content":"ok"},{"role":"user","content":"yes"}]}`), uint8(1))
 	f.Add([]byte(`{"messages":[{"role":"user","content":"[task: a] x"},{"role":"user","content":"What did we do so far?"},{"role":"assistant","content":"s"}]}`), uint8(0))
+	f.Add([]byte(`{"messages":[{"role":"system","content":"Working directory: /tmp
+"},{"role":"user","content":"日期解析器：支持时区"},{"role":"assistant","content":"ok"},{"role":"user","content":"Кэш LRU: добавь тесты"},{"role":"assistant","content":"ok"},{"role":"user","content":"修复日期解析器的时区错误"}]}`), uint8(2))
 	r := mustNew(f, Config{})
 	f.Fuzz(func(t *testing.T, body []byte, known uint8) {
 		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
@@ -55,6 +59,14 @@ func FuzzRoute(f *testing.F) {
 		}
 		if len(p.Turns) != len(tr.Turns) || len(p.Keep) == 0 || p.Keep[len(p.Keep)-1] != len(tr.Turns)-1 {
 			t.Fatalf("plan %+v for %d turns", p, len(tr.Turns))
+		}
+		for i, d := range p.Turns {
+			if math.IsNaN(d.Confidence) || math.IsInf(d.Confidence, 0) || d.Confidence < 0 || d.Confidence > 1 {
+				t.Fatalf("turn %d: confidence %v", i, d.Confidence)
+			}
+		}
+		if p.Fallback != (p.Current.Confidence < r.Threshold()) {
+			t.Fatalf("fallback %v at confidence %v, threshold %v", p.Fallback, p.Current.Confidence, r.Threshold())
 		}
 	})
 }

@@ -40,8 +40,8 @@ func newClassifier(cfg Config) *classifier {
 }
 
 const classifierPrompt = `You route the requests of a coding agent's session to tasks. ` +
-	`The session holds the tasks listed below; each shows its first request, its latest one and the ` +
-	`checkouts it works in. Decide which task the new request continues, or "new" if it starts a ` +
+	`The session holds the tasks listed below; each shows its first request (what it asks for), its ` +
+	`latest one, the checkouts it works in and the files its tool calls touched. Decide which task the new request continues, or "new" if it starts a ` +
 	`task of its own. Answer with one JSON object only: {"task": "<task id or new>", "confidence": ` +
 	`<probability in [0,1] that your answer is right>}.`
 
@@ -50,6 +50,7 @@ const (
 	promptFirstCap   = 600
 	promptLatestCap  = 300
 	promptCurrentCap = 2000
+	promptFiles      = 12 // files listed per task
 )
 
 // ask returns the classifier's decision for turn i, or cheap unchanged when
@@ -132,14 +133,21 @@ func (s *session) describe(i int) string {
 			continue
 		}
 		first, latest := turns[0], turns[len(turns)-1]
-		var roots []string
+		var roots, files []string
 		for _, j := range turns {
-			sig := read(s.t, s.t.Turns[j], requestCap, nil)
+			sig := read(s.t, &s.f, s.t.Turns[j], requestCap, nil)
 			for _, set := range [][]string{sig.named, sig.workdirs, sig.touched} {
 				for _, r := range set {
 					roots = addRoot(roots, r)
 				}
 			}
+			eachCall(s.t, s.t.Turns[j], func(args string) {
+				for _, f := range filesIn(clip(args, argumentCap), &s.f) {
+					if len(files) < promptFiles {
+						files = addRoot(files, f)
+					}
+				}
+			})
 		}
 		fmt.Fprintf(&b, "- id %q\n  first request: %q\n", task, clip(s.request(first), promptFirstCap))
 		if latest != first {
@@ -148,9 +156,32 @@ func (s *session) describe(i int) string {
 		if len(roots) > 0 {
 			fmt.Fprintf(&b, "  checkouts: %s\n", strings.Join(roots, ", "))
 		}
+		if len(files) > 0 {
+			fmt.Fprintf(&b, "  files its tool calls touched: %s\n", strings.Join(files, ", "))
+		}
 	}
 	fmt.Fprintf(&b, "\nNew request: %q\n", clip(s.request(i), promptCurrentCap))
 	return b.String()
 }
 
 func (s *session) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
+
+// filesIn lists the file paths s names (a token with a file extension),
+// relative to the working directory when absolute.
+func filesIn(s string, f *frame) []string {
+	var out []string
+	for _, tok := range strings.FieldsFunc(s, func(r rune) bool { return r >= 0x80 || !pathByte(byte(r)) }) {
+		tok = strings.TrimRight(tok, ".-")
+		base := tok[strings.LastIndexByte(tok, '/')+1:]
+		if ext := strings.LastIndexByte(base, '.'); ext <= 0 || ext == len(base)-1 || !letter(base[ext+1]) || strings.HasPrefix(tok, "//") {
+			continue
+		}
+		if tok[0] == '/' {
+			_, tok = f.place(tok)
+		}
+		if tok != "" {
+			out = append(out, tok)
+		}
+	}
+	return out
+}

@@ -100,7 +100,18 @@ func TestModelClassifierScripted(t *testing.T) {
 	if p.Current.Task != "t2" || p.Current.Method != MethodModel || !p.Current.Routed || p.Usage.Calls != 1 || p.Usage.Errors != 0 {
 		t.Fatalf("decision %+v usage %+v", p.Current, p.Usage)
 	}
-	if rs := up.Requests(); len(rs) != 1 || rs[0].Header.Get("Authorization") != "Bearer k" {
+	rs := up.Requests()
+	if len(rs) != 1 || rs[0].Header.Get("Authorization") != "Bearer k" {
 		t.Fatalf("the scripted model saw %d requests", len(rs))
+	}
+	// Each open task's request and files are in the prompt.
+	for _, want := range []string{"parse_http_date treats two-digit years", "django/utils/http.py", "django/contrib/admin/views/main.py"} {
+		if !strings.Contains(string(rs[0].Body), want) {
+			t.Errorf("the classifier's prompt lacks %q", want)
+		}
+	}
+	// Without the model the same request falls back: the model resolved it.
+	if p := route(t, mustNew(t, Config{}), threeTasks(t, turn("Please write a short summary of everything you changed today for the changelog.")), nil, Options{}); !p.Fallback {
+		t.Fatalf("cheap signals alone are confident: %+v", p.Current)
 	}
 }

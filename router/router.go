@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ const (
 	MethodWorkspace = "workspace" // the checkout the turn names or works in
 	MethodFiles     = "files"     // files the request names, touched by one task
 	MethodLexical   = "lexical"   // BM25 similarity to each task's turns
+	MethodSubject   = "subject"   // the request names a task's subject line
 	MethodFollowUp  = "followup"  // a short reply continues the previous turn's task
 	MethodModel     = "model"     // the LLM classifier
 	MethodNew       = "new"       // the turn opens a task
@@ -127,7 +129,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	if opt.Threshold > 0 && opt.Threshold <= 1 {
 		thr = opt.Threshold
 	}
-	s := session{t: t, thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
+	s := session{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
 	for _, id := range opt.Tasks {
 		s.noteTask(id)
 	}
@@ -150,6 +152,10 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 		default:
 			d = s.classify(i, "")
 			d.Routed = d.Confidence >= thr
+		}
+		if math.IsNaN(d.Confidence) || math.IsInf(d.Confidence, 0) {
+			// No evidence to measure: never routed, never a task of its own.
+			d.Confidence, d.Routed = 0, false
 		}
 		s.ds[i] = d
 		if d.Task != "" {
@@ -176,6 +182,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 // task, the routed turns that describe it.
 type session struct {
 	t      *transcript.Transcript
+	f      frame
 	thr    float64
 	ds     []Decision
 	tasks  []string         // ids in order of appearance
@@ -226,7 +233,8 @@ const (
 // classify decides turn i from its signals and the routed turns before it.
 func (s *session) classify(i int, header string) Decision {
 	q := newQuery()
-	sig := read(s.t, s.t.Turns[i], queryCap, q.add)
+	sig := read(s.t, &s.f, s.t.Turns[i], queryCap, q.add)
+	q.request, q.continues = sig.words, sig.continues
 	if tag := strings.ToLower(header); validName(tag) {
 		return one(tag, 1, MethodTag)
 	}
@@ -236,17 +244,29 @@ func (s *session) classify(i int, header string) Decision {
 	if len(s.byTask) == 0 && len(s.tasks) == 0 {
 		return one(s.newID(), confFirst, MethodNew)
 	}
+	// A message sent before the agent answered the previous request (a
+	// slash command and its expansion, an addendum), or a harness's own
+	// notice (a loaded tool, a skill's text), continues that request's task.
+	if i > 0 && (s.interrupts(i) || injected(s.request(i))) && s.ds[i-1].Task != "" {
+		d := s.ds[i-1]
+		return one(d.Task, d.Confidence, MethodFollowUp)
+	}
 	prof := s.profiles(i, q)
 	d, ok, only := s.workspace(sig, prof)
 	if ok {
 		return d
 	}
+	lex := s.lexical(q, prof, only)
+	// A short reply continues the previous request's task unless its words
+	// point at another task.
 	if sig.followup && only == nil {
-		if d, ok := s.followUp(i); ok {
+		d, ok := s.followUp(i)
+		elsewhere := lex.Task != d.Task && lex.Method != MethodNew && lex.Confidence > 0.5
+		if ok && !elsewhere {
 			return d
 		}
 	}
-	return s.lexical(q, prof, only)
+	return lex
 }
 
 // workspace decides from the checkouts the turn names or works in: the
@@ -264,6 +284,9 @@ func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, o
 	}
 	fresh := false
 	for _, r := range roots {
+		if r == "." {
+			continue // the working directory itself: every task's
+		}
 		own := owners(prof, r)
 		if len(own) == 0 {
 			fresh = fresh || len(strong) > 0
@@ -283,8 +306,20 @@ func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, o
 		return one(s.newID(), confNewMixed, MethodNew), true, nil
 	case len(only) == 1:
 		return one(only[0], conf, MethodWorkspace), true, nil
+	case len(only) == len(prof):
+		return Decision{}, false, nil // every task works there: no sign
 	}
 	return Decision{}, false, only
+}
+
+// interrupts reports whether turn i opens before the agent answered the
+// previous request at all: that turn is a request with nothing after it.
+func (s *session) interrupts(i int) bool {
+	prev := s.t.Turns[i-1]
+	if prev.Kind != transcript.Request {
+		return false
+	}
+	return prev.End-prev.Start == 1
 }
 
 // followUp continues the task of the previous request turn.

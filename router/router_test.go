@@ -27,6 +27,9 @@ func turn(req string, cmds ...string) []bench.Message {
 		id := "call_" + string(rune('a'+k))
 		ms = append(ms, chattest.ToolCall(id, "bash", map[string]string{"command": c}), chattest.ToolResult(id, "ok"))
 	}
+	if len(cmds) > 0 {
+		ms = append(ms, chattest.Assistant("Done."))
+	}
 	return ms
 }
 
@@ -210,7 +213,7 @@ func TestSeedsAfterCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := chattest.Parse(t, chattest.Body(chattest.System("You are opencode."),
+	tr := chattest.Parse(t, chattest.Body(chattest.System("You are opencode.\n<env>\n  Working directory: /work\n  Is directory a git repo: no\n</env>"),
 		chattest.User("What did we do so far?"),
 		chattest.Assistant("## Task t1\n- ORM fix\n## Task t2\n- validator test"),
 		chattest.User("Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."),

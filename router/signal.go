@@ -7,24 +7,50 @@ import (
 )
 
 // signals are the cheap facts of one turn: an explicit tag, whether its
-// request is a short follow-up, and the checkouts it names or works in.
+// request is a short follow-up, and the workspaces it names or works in.
 type signals struct {
 	tag      string
 	followup bool
-	// roots named by the request text, used as a working directory by a
-	// tool call, or touched by any path of a tool call.
+	// workspaces named by the request text, used as a working directory
+	// by a tool call, or touched by any path of a tool call.
 	named, workdirs, touched []string
+	words                    int  // terms of the request (with repeats)
+	continues                bool // the request opens with a reply word
 }
 
 // read gathers the signals of turn tn, reading the first cap bytes of its
 // request, and, when terms is not nil, feeds the turn's lexical terms to it.
-func read(t *transcript.Transcript, tn transcript.Turn, cap int, terms func(term, bool)) signals {
+func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms func(term, int)) signals {
 	req := clip(t.Messages[tn.Start].Text(), cap)
 	s := signals{tag: Tag(req), followup: FollowUp(req)}
-	c := collector{terms: terms, roots: &s.named}
-	scan(req, &c)
+	n := 0
+	c := collector{f: f, terms: func(h term, kind int) {
+		n++
+		if terms != nil {
+			terms(h, kind)
+		}
+	}, roots: &s.named}
+	scan(req, f, &c)
+	s.words = n
+	if f := strings.Fields(clip(req, 64)); len(f) > 0 {
+		first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
+		s.continues = replyWords[first]
+	}
+	c.terms = terms
 	c.roots, c.workdirs = &s.touched, &s.workdirs
-	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), &c) })
+	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), f, &c) })
+	if terms != nil && cap == requestCap {
+		// An earlier turn's last answer: what the person read before
+		// asking the next thing, and often what the next request quotes.
+		for k := tn.End - 1; k > tn.Start; k-- {
+			if m := &t.Messages[k]; m.Role == "assistant" {
+				if text := m.Text(); text != "" {
+					scan(clip(text, answerCap), f, &collector{f: f, terms: terms, roots: &[]string{}})
+					break
+				}
+			}
+		}
+	}
 	return s
 }
 
@@ -48,25 +74,29 @@ func eachCall(t *transcript.Transcript, tn transcript.Turn, fn func(string)) {
 }
 
 type collector struct {
-	terms    func(term, bool)
-	roots    *[]string
+	f        *frame
+	terms    func(term, int)
+	roots    *[]string // workspaces; with raw, the paths themselves
 	workdirs *[]string // nil while reading the request
+	raw      bool      // keep paths, not workspaces (readFrame)
 }
 
-func (c *collector) term(h term, file bool) {
+func (c *collector) term(h term, kind int) {
 	if c.terms != nil {
-		c.terms(h, file)
+		c.terms(h, kind)
 	}
 }
 
-func (c *collector) path(p string, workdir bool) {
-	root, _ := splitRoot(p)
-	if root == "" {
+func (c *collector) path(p, ws string, workdir bool) {
+	if c.raw {
+		ws = p
+	}
+	if ws == "" {
 		return
 	}
-	*c.roots = addRoot(*c.roots, root)
+	*c.roots = addRoot(*c.roots, ws)
 	if workdir && c.workdirs != nil {
-		*c.workdirs = addRoot(*c.workdirs, root)
+		*c.workdirs = addRoot(*c.workdirs, ws)
 	}
 }
 
@@ -138,6 +168,13 @@ var followWords = map[string]bool{
 	"nope": true, "done": true, "retry": true, "again": true, "that": true, "agreed": true,
 }
 
+// replyWords open a request that answers the agent or adds to what was
+// said: it continues the conversation rather than starting something.
+var replyWords = map[string]bool{
+	"and": true, "also": true, "but": true, "plus": true, "yes": true, "yeah": true, "yep": true,
+	"ok": true, "okay": true, "sure": true, "right": true, "no": true, "nope": true,
+}
+
 // FollowUp reports whether a request is a short follow-up that continues the
 // current task: a slash command ("/review", or Claude Code's
 // <command-name>/review</command-name>), at most four words, or at most
@@ -151,14 +188,31 @@ func FollowUp(text string) bool {
 	if len(f) == 0 {
 		return false
 	}
-	if slash(f[0]) && len(f) <= 8 {
+	n := wordCount(f)
+	if slash(f[0]) && n <= 8 {
 		return true
 	}
-	if len(f) <= 4 {
+	if n <= 4 {
 		return true
 	}
 	first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
-	return len(f) <= 8 && followWords[first]
+	return n <= 8 && followWords[first]
+}
+
+// wordCount counts words, and in scripts written without spaces one word
+// per two characters (a Chinese or Japanese sentence is one field).
+func wordCount(fields []string) int {
+	n := 0
+	for _, w := range fields {
+		dense := 0
+		for _, r := range w {
+			if isDense(r) {
+				dense++
+			}
+		}
+		n += max(1, (dense+1)/2)
+	}
+	return n
 }
 
 // slash reports whether w is a slash command such as "/review" or
@@ -174,4 +228,20 @@ func slash(w string) bool {
 		}
 	}
 	return true
+}
+
+// injections are how harnesses open the user messages they write
+// themselves in the middle of the agent's work: Claude Code's notice of a
+// loaded tool and the text of a skill it launched.
+var injections = []string{"Tool loaded.", "Base directory for this skill:"}
+
+// injected reports whether a request is a harness's own message.
+func injected(text string) bool {
+	text = strings.TrimSpace(clip(text, 64))
+	for _, p := range injections {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
 }

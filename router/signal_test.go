@@ -39,6 +39,11 @@ func TestFollowUp(t *testing.T) {
 		"Fix the date parsing bug: parse_http_date treats two-digit years wrong":              false,
 		"yes, and then rewrite the whole parser module to use the new tokenizer with tests":   false,
 		"": false,
+		// Scripts without spaces: a sentence is one field, not one word.
+		"好的": true,
+		"修复日期解析器的时区错误并添加测试用例":                         false,
+		"タイムゾーンのバグを直してテストを追加して":                       false,
+		"Исправь ошибку часового пояса в парсере дат": false,
 	} {
 		if got := FollowUp(in); got != want {
 			t.Errorf("FollowUp(%q) = %v, want %v", in, got, want)
@@ -46,29 +51,44 @@ func TestFollowUp(t *testing.T) {
 	}
 }
 
-func TestSplitRoot(t *testing.T) {
-	for _, c := range []struct{ in, root, rel string }{
-		{"/work/ws1/django/utils/http.py", "/work/ws1", "django/utils/http.py"},
-		{"/work/ws1", "/work/ws1", ""},
-		{"/home/dev/project/src/a.go", "/home/dev/project", "src/a.go"},
-		{"/Users/alex/cli/cmd/entire", "/Users/alex/cli", "cmd/entire"},
-		{"/dev/null", "", "null"},
-		{"/tmp/x/y", "", "x/y"},
-		{"/work", "", ""},
-		{"/work/notes.txt", "", ""},
-		{"/home/user/.linuxbrew/bin", "", ""},
-		{"/work//x", "", ""},
+func TestPlace(t *testing.T) {
+	folder := frame{cwd: "/work"}
+	repo := frame{cwd: "/home/dev/code/app", repo: true}
+	code := frame{cwd: "/home/dev/code"}
+	tmp := frame{cwd: "/tmp"}
+	for _, c := range []struct {
+		f           frame
+		in, ws, rel string
+	}{
+		{folder, "/work/ws1/django/utils/http.py", "ws1", "ws1/django/utils/http.py"},
+		{folder, "/work/ws1", "ws1", "ws1"},
+		{folder, "/work/notes.txt", ".", "notes.txt"},
+		{folder, "/work", ".", ""},
+		{repo, "/home/dev/code/app/src/a.go", ".", "src/a.go"},
+		{repo, "/home/dev/code/app/.worktrees/feat/src/a.go", ".worktrees/feat", "src/a.go"},
+		{repo, "/home/dev/code/lib/x.go", "/home/dev/code/lib", "x.go"},
+		{repo, "/dev/null", "", "null"},
+		{repo, "/tmp/x/y", "", "x/y"},
+		{code, "/home/dev/code/a/main.py", "a", "a/main.py"},
+		{code, "/home/dev/code/b/main.py", "b", "b/main.py"},
+		{tmp, "/tmp/x/y.c", "x", "x/y.c"},
+		{frame{cwd: "/opt/svc"}, "/opt/other/z.go", "/opt/other", "z.go"},
+		{frame{cwd: "/srv/app"}, "/srv/app/x/m.rb", "x", "x/m.rb"},
+		{frame{cwd: "/srv/app"}, "/srv/app/y/m.rb", "y", "y/m.rb"},
+		{frame{}, "/work/ws1/a.py", "", "work/ws1/a.py"},
+		{repo, "/work/ws1/django/a.py", "/work/ws1", "django/a.py"},
+		{repo, "/repr", "", ""},
 	} {
-		if root, rel := splitRoot(c.in); root != c.root || rel != c.rel {
-			t.Errorf("splitRoot(%q) = %q %q, want %q %q", c.in, root, rel, c.root, c.rel)
+		if ws, rel := c.f.place(c.in); ws != c.ws || rel != c.rel {
+			t.Errorf("%+v.place(%q) = %q %q, want %q %q", c.f, c.in, ws, rel, c.ws, c.rel)
 		}
 	}
 }
 
 type roots struct{ all, workdirs []string }
 
-func (r *roots) term(term, bool) {}
-func (r *roots) path(p string, wd bool) {
+func (r *roots) term(term, int) {}
+func (r *roots) path(p, _ string, wd bool) {
 	r.all = append(r.all, p)
 	if wd {
 		r.workdirs = append(r.workdirs, p)
@@ -86,7 +106,7 @@ func TestScanPaths(t *testing.T) {
 		{`{"command":"cat x\n/work/ws4/c"}`, []string{"/work/ws4/c"}, nil},
 	} {
 		var r roots
-		scan(c.in, &r)
+		scan(c.in, &frame{cwd: "/work"}, &r)
 		if !slices.Equal(r.all, c.all) || !slices.Equal(r.workdirs, c.workdirs) {
 			t.Errorf("scan(%q) = %v %v, want %v %v", c.in, r.all, r.workdirs, c.all, c.workdirs)
 		}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	replaybench "github.com/rcm-dev/rcm/bench"
 )
 
 type benchRow struct {
@@ -125,12 +127,37 @@ func TestBenchReplayRefusesBadFlags(t *testing.T) {
 		{"--spec", "does-not-exist.json"},
 		{"--overhead", "maybe"},
 		{"--compaction-tail", "many"},
+		{"--layout", "nested"},
 	} {
 		dir := t.TempDir()
 		f, _ := os.Create(filepath.Join(dir, "log"))
 		if err := replay(context.Background(), append(args, "--out", dir), f, f); err == nil {
 			t.Errorf("%q: no error", args)
 		}
+	}
+}
+
+// TestBenchReplayShared replays the demo pack's sessions in one shared
+// checkout through the router: results.json says so and every call is
+// routed.
+func TestBenchReplayShared(t *testing.T) {
+	out := t.TempDir()
+	stdout, _ := os.Create(filepath.Join(out, "stdout"))
+	defer stdout.Close()
+	err := replay(context.Background(), []string{"--layout", "shared", "--modes", "router", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, replaybench.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res replaybench.Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Layout != replaybench.LayoutShared || len(res.Summaries) != 1 || res.Summaries[0].RoutedN == 0 {
+		t.Fatalf("results: layout %q, %d summaries", res.Layout, len(res.Summaries))
 	}
 }
 

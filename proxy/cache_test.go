@@ -56,7 +56,7 @@ func (s *cacheSession) send(t *testing.T, srv *httptest.Server, rec *recorder, s
 		resp := post(t, srv.URL+"/v1/chat/completions", chattest.OpenCodeBody(t, s.msgs[:n]...), hdr)
 		io.Copy(io.Discard, resp.Body)
 		if fb := resp.Header.Get(HeaderFallback); fb != FallbackNone {
-			t.Fatalf("call %d: fallback %s", k, fb)
+			t.Fatalf("call %d: fallback %s (task %s conf %s)", k, fb, resp.Header.Get(HeaderTask), resp.Header.Get(HeaderConfidence))
 		}
 		got, _ := rec.last(t)
 		out = append(out, got)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -66,6 +67,8 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Errors quote URLs and upstream answers: no secret reaches the log.
+	log = slog.New(redact.Handler(log.Handler()))
 	rt, err := router.New(router.Config{
 		Threshold: cfg.Threshold,
 		Model:     cfg.RouterModel,

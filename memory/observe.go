@@ -26,6 +26,14 @@ const (
 	outputWindow   = 4 << 10  // bytes at each end of a tool output searched for exit codes and test results
 )
 
+// maxRequirements bounds a task's requirement list: past it, those after
+// the first keepFirst are cut (Record.Omitted counts them), so that the
+// task's opening requests and its latest ones stay.
+const (
+	maxRequirements = 16
+	keepFirst       = 4
+)
+
 // Observation is what one model call showed about a task: the request as
 // parsed, which of its turns belong to the task, and the upstream answer.
 type Observation struct {
@@ -84,6 +92,9 @@ func (r *Record) Observe(o Observation) {
 		known[q.Turn] = true
 	}
 	fps := tr.Fingerprints()
+	if r.Omitted > 0 {
+		r.knowOmitted(o.Turns, fps, known)
+	}
 	var seen seenFiles
 	prev := -1
 	for _, ti := range o.Turns {
@@ -162,6 +173,36 @@ func (r *Record) addRequirement(text, fp string) {
 	r.Requirements = append(r.Requirements, Requirement{
 		Text: text, Turn: fp, Amends: len(r.Requirements) > 0 && amends(text),
 	})
+	if over := len(r.Requirements) - maxRequirements; over > 0 {
+		r.Requirements = slices.Delete(r.Requirements, keepFirst, keepFirst+over)
+		r.Omitted += over
+	}
+}
+
+// knowOmitted marks as known the request turns whose requirements were cut:
+// those of the task before its latest known one (requirements follow the
+// transcript's order, and the latest are never cut).
+func (r *Record) knowOmitted(turns []int, fps []transcript.Fingerprint, known map[string]bool) {
+	last := -1
+	for i, ti := range turns {
+		if ti >= 0 && ti < len(fps) && known[fps[ti].String()] {
+			last = i
+		}
+	}
+	for _, ti := range turns[:last+1] {
+		if ti >= 0 && ti < len(fps) {
+			known[fps[ti].String()] = true
+		}
+	}
+}
+
+// omittedNote is the line Render puts where requirements were cut.
+func (r *Record) omittedNote(reqs []string) []string {
+	if r.Omitted == 0 || len(reqs) < keepFirst {
+		return reqs
+	}
+	note := "… " + strconv.Itoa(r.Omitted) + " requirements omitted by rcm …"
+	return slices.Insert(reqs, keepFirst, note)
 }
 
 // call is a tool call of a turn and its result, when the turn holds one.

@@ -85,7 +85,7 @@ func New(cfg Config, log *slog.Logger) (*Handler, error) {
 			return nil, err
 		}
 	}
-	store, err := memory.Open(cfg.DB, memory.Options{})
+	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: log})
 	if err != nil {
 		return nil, err
 	}

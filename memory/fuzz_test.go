@@ -76,4 +76,3 @@ func FuzzLexShell(f *testing.F) {
 		oneLine(s, maxCommand)
 	})
 }
-

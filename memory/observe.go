@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"path"
 	"regexp"
 	"slices"
@@ -47,6 +48,10 @@ type Observation struct {
 	Response []byte
 	SSE      bool
 	Status   int // HTTP status of the answer; 0 when unknown
+	// Context, when set, stops the reading of turns once it is done: the
+	// record keeps what was read, and the turns left (their requests not
+	// yet among the Requirements) are read by a later call.
+	Context context.Context
 }
 
 // Observe updates r with what o shows. It is deterministic and idempotent:
@@ -97,7 +102,10 @@ func (r *Record) Observe(o Observation) {
 	}
 	var seen seenFiles
 	prev := -1
-	for _, ti := range o.Turns {
+	for n, ti := range o.Turns {
+		if o.Context != nil && n%256 == 255 && o.Context.Err() != nil {
+			break
+		}
 		if ti <= prev || ti < 0 || ti >= len(tr.Turns) {
 			continue
 		}

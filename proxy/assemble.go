@@ -46,6 +46,11 @@ type assembly struct {
 	freeze bool
 	frozen []byte
 	fit    compaction.Report
+	// observed is the task's record with this call read into it,
+	// prepared before the write transaction (see prepareRecord);
+	// labelsSaved counts the labels saveEarlyLabels wrote.
+	observed    *memory.Record
+	labelsSaved int
 
 	// release hands the call's writes to its session's write slot.
 	release func(fn func())
@@ -183,6 +188,14 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
+	if err := h.saveEarlyLabels(a); err != nil {
+		return err
+	}
+	if rcm {
+		if err := h.prepareRecord(a); err != nil {
+			return err
+		}
+	}
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -220,5 +221,28 @@ func TestRequirementsCapped(t *testing.T) {
 	note := fmt.Sprintf("… %d requirements omitted by rcm …", n-maxRequirements)
 	if i, j, k := strings.Index(text, want[keepFirst-1]), strings.Index(text, note), strings.Index(text, want[n-(maxRequirements-keepFirst)]); i < 0 || j < i || k < j {
 		t.Fatalf("render does not say the cut between the kept requirements:\n%s", text)
+	}
+}
+
+// TestObserveStopsWhenDone: a done context stops the reading of turns, and
+// a later call reads the turns left, ending where one full reading ends.
+func TestObserveStopsWhenDone(t *testing.T) {
+	tr, err := transcript.Parse(transcript.OpenAIChat, hugeBody(4000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full Record
+	full.Observe(Observation{Transcript: tr, Turns: allTurns(tr), Status: 200})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var r Record
+	r.Observe(Observation{Transcript: tr, Turns: allTurns(tr), Status: 200, Context: ctx})
+	if r.Omitted >= full.Omitted {
+		t.Fatalf("a done context read %d requirements, as many as a full reading", r.Omitted+len(r.Requirements))
+	}
+	r.Observe(Observation{Transcript: tr, Turns: allTurns(tr), Status: 200})
+	if !slices.Equal(reqTexts(r), reqTexts(full)) || r.Omitted != full.Omitted || !slices.Equal(r.Progress, full.Progress) {
+		t.Fatalf("resumed reading differs:\n%q %d\n%q %d", reqTexts(r), r.Omitted, reqTexts(full), full.Omitted)
 	}
 }

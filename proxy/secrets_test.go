@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,5 +84,37 @@ func TestSecretsNeverStored(t *testing.T) {
 	}
 	if mem == "" || !strings.Contains(mem, "[redacted:openai-key]") || strings.Contains(mem, secrets[0]) {
 		t.Errorf("forwarded record:\n%s", mem)
+	}
+}
+
+// TestLongHistoryLabelsInChunks: a call whose history has more new turns
+// than one label transaction takes still stores a label for every turn
+// (written in chunks before the call's own transaction) and its record.
+func TestLongHistoryLabelsInChunks(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	var ms []bench.Message
+	for i := range labelChunk + 1000 {
+		ms = append(ms, chattest.User("In /work/ws1 step "+strconv.Itoa(i)+": fix the parser"), chattest.Assistant("done"))
+	}
+	body := chattest.OpenCodeBody(t, append(ms, chattest.User("In /work/ws1 now run the tests"))...)
+	resp := post(t, srv.URL+"/v1/chat/completions", body, http.Header{"X-Session-Id": {"ses_long"}, "X-Rcm-Mode": {"rcm"}})
+	io.Copy(io.Discard, resp.Body)
+	if fb := resp.Header.Get(HeaderFallback); fb != FallbackNone {
+		t.Fatalf("fallback %s", fb)
+	}
+	h.after.Wait()
+	tr := chattest.Parse(t, body)
+	labels, found, err := h.store.Labels("ses_long", tr.Fingerprints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range found {
+		if !ok || labels[i].Task == "" {
+			t.Fatalf("turn %d of %d has no label", i, len(found))
+		}
+	}
+	recs, err := h.store.Records("ses_long")
+	if err != nil || len(recs) == 0 || recs[0].Omitted == 0 {
+		t.Fatalf("records %v %v", len(recs), err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/proxy"
+	"github.com/rcm-dev/rcm/redact"
 )
 
 func serveOptions(c *proxy.Config) []option {
@@ -47,7 +48,7 @@ func serve(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	h, err := proxy.New(cfg, log)
 	if err != nil {
 		return err

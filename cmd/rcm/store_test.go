@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,4 +82,30 @@ func TestStoreCompact(t *testing.T) {
 	if _, ok, err := s.Session("s1"); !ok || err != nil {
 		t.Fatalf("session lost by compaction: %v %v", ok, err)
 	}
+}
+
+// TestServeLogRedacted: rcm serve's log never shows a secret, such as the
+// password of an upstream URL.
+func TestServeLogRedacted(t *testing.T) {
+	cmd := command("serve", "--listen", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "rcm.db"),
+		"--upstream", "http://rcm:hunter2hunter2@127.0.0.1:9/v1")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "hunter2hunter2") {
+			t.Fatalf("log shows the upstream password: %s", line)
+		}
+		if listening.MatchString(line) {
+			if !strings.Contains(line, "rcm:[redacted:url-password]@127.0.0.1:9") {
+				t.Fatalf("start line: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatal("serve did not report its address")
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -89,27 +88,7 @@ type trialResult struct {
 func crashTrial(t *testing.T, bin, db, upstream string, trial int) trialResult {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--db", db, "--upstream", upstream, "--mode", "rcm")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	var addr string
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-			break
-		}
-	}
-	if addr == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("trial %d: serve did not start", trial)
-	}
-	go io.Copy(io.Discard, stderr)
+	addr, _ := startServe(t, cmd)
 
 	// Each session sends calls one after another, as a harness does, and
 	// notes when each answer was read in full.

@@ -22,6 +22,14 @@
 //   - Store writes happen after the answer, off the request path, but a
 //     session's next call waits (at most 2 s) for its previous call's
 //     writes, so that it routes on them; calls of other sessions never wait.
+//     The call is read into its task's record before the write transaction
+//     (at most 5 s), and labels beyond 4096 new turns go in transactions of
+//     their own, so that one huge call holds the store's single writer only
+//     briefly. Durability: a call whose answer completed more than 1 s
+//     before a crash (even kill -9) is recorded (cmd/rcm's crash-tagged
+//     trials check it).
+//   - Nothing it stores or logs holds a secret (package redact); the
+//     client's own messages are forwarded untouched.
 //   - Credentials (Authorization, x-api-key) are forwarded, never stored or
 //     logged; --upstream-key is added only when the client sends none.
 package proxy

@@ -20,10 +20,16 @@
 // JSON value stays valid, and an escape such as \n before a token counts
 // as the separator it encodes.
 //
+// Redacted text reaches the model (the task records rcm forwards), so
+// prose is spared: after a colon, an unquoted value counts only when it is
+// shaped like a credential (a digit, a symbol or both cases), so "Add
+// authorization: admins can delete posts" stays as it is, while after = or
+// in quotes any value counts.
+//
 // Caveats: it is a pattern matcher, not a secret scanner with entropy
-// checks. It errs on the side of redacting (password: string in a type
-// declaration loses "string"), and it misses secrets with no recognisable
-// shape or context (a bare password in prose). A value that refers to the
-// environment ($VAR) is kept. The output is a fixed point: redacting it
-// again changes nothing.
+// checks. It errs on the side of redacting where the context says secret
+// (password=correcthorse goes), and it misses secrets with no recognisable
+// shape or context (a bare password in prose, "password: correcthorse").
+// A value that refers to the environment ($VAR) is kept. The output is a
+// fixed point: redacting it again changes nothing.
 package redact

@@ -425,6 +425,7 @@ func skipQuotes(s string, j int) int {
 // assigned matches the value of key=value or key: value; j is where the
 // key ends.
 func assigned(s string, j int, kind string) (Found, bool) {
+	sep := skipQuotes(s, j)
 	j, ok := separator(s, j)
 	if !ok || j >= len(s) || s[j] == '$' {
 		return Found{}, false
@@ -443,11 +444,38 @@ func assigned(s string, j int, kind string) (Found, bool) {
 		for end < len(s) && !valueEnd[s[end]] {
 			end++
 		}
+		// After a colon ("the password: users get a mail") an unquoted
+		// value must look like a secret; after = it is one.
+		if end > j && s[sep] == ':' && !looksSecret(s[j:end], 6) {
+			return Found{}, false
+		}
 	}
 	if end == j {
 		return Found{}, false
 	}
 	return Found{j, end, kind}, true
+}
+
+// looksSecret reports whether a word is shaped like a credential rather
+// than prose: at least min bytes with a digit, a symbol, or both cases.
+func looksSecret(v string, min int) bool {
+	if len(v) < min {
+		return false
+	}
+	var digit, symbol, upper, lower bool
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		default:
+			symbol = true
+		}
+	}
+	return digit || symbol || upper && lower
 }
 
 // authorization matches the credential of an Authorization header: the
@@ -481,6 +509,11 @@ func authorization(s string, j int) (Found, bool) {
 		}
 		j, end = k, e
 	}
+	// Prose ("add authorization: admins can delete posts") is not a
+	// credential.
+	if !looksSecret(s[j:end], 8) {
+		return Found{}, false
+	}
 	return Found{j, end, kind}, true
 }
 
@@ -493,8 +526,8 @@ func isLetters(s string) bool {
 	return true
 }
 
-// bearer matches a long credential after a bare "Bearer " (one with a
-// digit, so that prose such as "bearer authentication" is left alone).
+// bearer matches a long credential after a bare "Bearer " (shaped like
+// one, so that prose such as "bearer authentication" is left alone).
 func bearer(s string, j int) (Found, bool) {
 	k := j
 	for k < len(s) && s[k] == ' ' {
@@ -504,7 +537,7 @@ func bearer(s string, j int) (Found, bool) {
 		return Found{}, false
 	}
 	end := span(s, k, credential)
-	if end-k < 16 || strings.IndexAny(s[k:end], "0123456789") < 0 {
+	if end-k < 16 || !looksSecret(s[k:end], 16) {
 		return Found{}, false
 	}
 	return Found{k, end, Bearer}, true

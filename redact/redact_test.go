@@ -73,6 +73,12 @@ func TestString(t *testing.T) {
 		{"AKIA in word", "XAKIAIOSFODNN7EXAMPLE", "XAKIAIOSFODNN7EXAMPLE"},
 		{"yaml list", "secrets:\n  - name: x", "secrets:\n  - name: x"},
 		{"go field", "Password string", "Password string"},
+		{"authorization prose", "Add authorization: admins can delete posts", "Add authorization: admins can delete posts"},
+		{"authorization scheme prose", "authorization: basic auth for the admin", "authorization: basic auth for the admin"},
+		{"password prose", "Reset the password: users get an email", "Reset the password: users get an email"},
+		{"yaml password word", "password: hunter2", "password: [redacted:password]"},
+		{"ts type", "secret: string;", "secret: string;"},
+		{"password= word", "password=correcthorse", "password=[redacted:password]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := String(tc.in); got != tc.want {

@@ -29,76 +29,95 @@ type Swept struct {
 // frozen messages, events). Live data is what the sessions' buckets use
 // (bbolt's in-use page bytes): what a compaction would keep. Deleting frees
 // pages inside the file for later writes; the file itself never shrinks
-// (see Compact). A session written while it is swept is created anew by
-// that write.
+// (see Compact).
+//
+// The sizes are measured in a read transaction, which never blocks
+// writers, and each session is deleted in a write transaction of its own,
+// so that a sweep holds the store's writer only as long as one session's
+// deletion. A session used after it was measured is kept.
 func (s *Store) Sweep(now time.Time) (Swept, error) {
-	var out Swept
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		type entry struct {
-			id   []byte
-			used time.Time
-			size int64
-		}
-		sessions, data := tx.Bucket(bucketSessions), tx.Bucket(bucketData)
-		var es []entry
-		err := sessions.ForEach(func(k, v []byte) error {
+	type entry struct {
+		id   string
+		used time.Time
+		size int64
+	}
+	var es []entry
+	err := s.view("sweep", func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketData)
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
 			// An undecodable session has no time of use: it never
 			// expires and is the first evicted for the size bound.
 			var sess Session
 			_ = json.Unmarshal(v, &sess)
-			e := entry{id: k, used: sess.Updated}
+			e := entry{id: string(k), used: sess.Updated, size: int64(len(k) + len(v))}
 			if b := data.Bucket(k); b != nil {
 				st := b.Stats()
-				e.size = int64(st.BranchInuse + st.LeafInuse + st.InlineBucketInuse)
+				e.size += int64(st.BranchInuse + st.LeafInuse + st.InlineBucketInuse)
 			}
-			e.size += int64(len(k) + len(v))
 			es = append(es, e)
 			return nil
 		})
+	})
+	var out Swept
+	if err != nil {
+		return out, err
+	}
+	slices.SortStableFunc(es, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range es {
+		out.Live += e.size
+	}
+	// drop deletes a session unless it was used after it was measured.
+	drop := func(e entry) (bool, error) {
+		dropped := false
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			sessions := tx.Bucket(bucketSessions)
+			var sess Session
+			v := sessions.Get([]byte(e.id))
+			if v == nil {
+				return nil
+			}
+			if json.Unmarshal(v, &sess) == nil && sess.Updated.After(e.used) {
+				return nil
+			}
+			if err := tx.Bucket(bucketData).DeleteBucket([]byte(e.id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+			dropped = true
+			return sessions.Delete([]byte(e.id))
+		})
 		if err != nil {
-			return err
+			return false, fmt.Errorf("memory: sweep %s: %w", e.id, err)
 		}
-		slices.SortStableFunc(es, func(a, b entry) int { return a.used.Compare(b.used) })
-		var live int64
-		for _, e := range es {
-			live += e.size
+		if dropped {
+			out.Live -= e.size
 		}
-		drop := func(e entry) error {
-			if err := data.DeleteBucket(e.id); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
+		return dropped, nil
+	}
+	var keep []entry
+	for _, e := range es {
+		if s.opts.Retain > 0 && !e.used.IsZero() && now.Sub(e.used) > s.opts.Retain {
+			ok, err := drop(e)
+			if err != nil {
+				return out, err
 			}
-			live -= e.size
-			return sessions.Delete(e.id)
-		}
-		var keep []entry
-		for _, e := range es {
-			// The keys were read while ranging: copy them before the
-			// deletes change the pages they point into.
-			if s.opts.Retain > 0 && !e.used.IsZero() && now.Sub(e.used) > s.opts.Retain {
-				if err := drop(entry{id: clone(e.id), size: e.size}); err != nil {
-					return err
-				}
+			if ok {
 				out.Expired++
-				continue
 			}
-			keep = append(keep, e)
+			continue
 		}
-		for i := 0; s.opts.MaxStore > 0 && live > s.opts.MaxStore && i < len(keep); i++ {
-			if err := drop(entry{id: clone(keep[i].id), size: keep[i].size}); err != nil {
-				return err
-			}
+		keep = append(keep, e)
+	}
+	for i := 0; s.opts.MaxStore > 0 && out.Live > s.opts.MaxStore && i < len(keep); i++ {
+		ok, err := drop(keep[i])
+		if err != nil {
+			return out, err
+		}
+		if ok {
 			out.Evicted++
 		}
-		out.Live = live
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("memory: sweep: %w", err)
 	}
 	return out, nil
 }
-
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // sweeper runs Sweep every Options.SweepEvery until stop closes.
 func (s *Store) sweeper(stop <-chan struct{}, done chan<- struct{}) {

@@ -48,8 +48,10 @@ type assembly struct {
 	fit    compaction.Report
 	// observed is the task's record with this call read into it,
 	// prepared before the write transaction (see prepareRecord);
-	// labelsSaved counts the labels saveEarlyLabels wrote.
+	// recordSame says the call taught the record nothing; labelsSaved
+	// counts the labels saveEarlyLabels wrote.
 	observed    *memory.Record
+	recordSame  bool
 	labelsSaved int
 
 	// release hands the call's writes to its session's write slot.

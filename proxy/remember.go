@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -145,6 +147,9 @@ func observe(w *memory.Tx, a *assembly) error {
 			return err
 		}
 	}
+	if a.recordSame {
+		return nil
+	}
 	return w.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
 		if a.observed != nil && a.observed.Version == r.Version {
 			*r = *a.observed
@@ -179,7 +184,13 @@ func (h *Handler) prepareRecord(a *assembly) error {
 	ctx, cancel := context.WithTimeout(context.Background(), observeTimeout)
 	defer cancel()
 	rec.Task = a.task
+	before, _ := json.Marshal(rec)
 	rec.Observe(a.observation(ctx))
+	if after, _ := json.Marshal(rec); bytes.Equal(before, after) {
+		// Nothing new (a retried call): the record is not rewritten.
+		a.recordSame = true
+		return nil
+	}
 	rec.Updated = a.at
 	a.observed = &rec
 	return nil

@@ -118,3 +118,31 @@ func TestLongHistoryLabelsInChunks(t *testing.T) {
 		t.Fatalf("records %v %v", len(recs), err)
 	}
 }
+
+// TestRetriedCallKeepsRecord: a call that teaches the record nothing (the
+// same call retried) does not rewrite it.
+func TestRetriedCallKeepsRecord(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	body := sessionBody(t, switchRequests[:1], switchDirs)
+	hdr := http.Header{"X-Session-Id": {"ses_retry"}, "X-Rcm-Mode": {"rcm"}}
+	version := func() int {
+		h.after.Wait()
+		r, ok, err := h.store.Record("ses_retry", "t1")
+		if err != nil || !ok {
+			t.Fatalf("record: %v %v", ok, err)
+		}
+		return r.Version
+	}
+	io.Copy(io.Discard, post(t, srv.URL+"/v1/chat/completions", body, hdr).Body)
+	first := version()
+	io.Copy(io.Discard, post(t, srv.URL+"/v1/chat/completions", body, hdr).Body)
+	if v := version(); v != first {
+		t.Fatalf("retried call rewrote the record: version %d -> %d", first, v)
+	}
+	// A call with something new does.
+	body = sessionBody(t, []string{switchRequests[0], switchRequests[2]}, []string{"/work/ws1", "/work/ws1"})
+	io.Copy(io.Discard, post(t, srv.URL+"/v1/chat/completions", body, hdr).Body)
+	if v := version(); v != first+1 {
+		t.Fatalf("new turn: version %d -> %d", first, v)
+	}
+}

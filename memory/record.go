@@ -14,22 +14,23 @@ type Record struct {
 	// Requirements are the task's requests, verbatim and in order; an
 	// amendment is appended (Amends set), never merged into what it amends.
 	Requirements []Requirement `json:"requirements,omitempty"`
-	// Omitted counts the requirements cut from the middle of a long list
-	// (see maxRequirements); they stood after the first keepFirst ones.
-	Omitted      int       `json:"requirements_omitted,omitempty"`
-	Workspace    string    `json:"workspace,omitempty"` // the checkout the task works in
-	FilesRead    []string  `json:"files_read,omitempty"`
-	FilesChanged []string  `json:"files_changed,omitempty"`
-	Commands     []Command `json:"commands,omitempty"`
-	LastTest     *TestRun  `json:"last_test,omitempty"`
-	Progress     []string  `json:"progress,omitempty"`
-	Unfinished   []string  `json:"unfinished,omitempty"`
-	Summary      string    `json:"summary,omitempty"` // optional model summary
+	Workspace    string        `json:"workspace,omitempty"` // the checkout the task works in
+	FilesRead    []string      `json:"files_read,omitempty"`
+	FilesChanged []string      `json:"files_changed,omitempty"`
+	Commands     []Command     `json:"commands,omitempty"`
+	LastTest     *TestRun      `json:"last_test,omitempty"`
+	Progress     []string      `json:"progress,omitempty"`
+	Unfinished   []string      `json:"unfinished,omitempty"`
+	Summary      string        `json:"summary,omitempty"` // optional model summary
 	// Observed is Observe's bookkeeping; Render ignores it.
 	Observed Cursor `json:"observed"`
 	// Version counts the writes of this record; the store sets it.
 	Version int       `json:"version"`
 	Updated time.Time `json:"updated"`
+
+	// Omitted counts the requirements cut from the middle of a long list
+	// (see maxRequirements); they stood after the first keepFirst ones.
+	Omitted int `json:"requirements_omitted,omitempty"`
 }
 
 // Cursor tells Observe what the last turn it read added, so that reading

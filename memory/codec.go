@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/rcm-dev/rcm/redact"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,13 +25,16 @@ func getJSON(b *bolt.Bucket, what string, key []byte, v any) (bool, error) {
 	return true, nil
 }
 
-// putJSON encodes v at key.
+// putJSON encodes v at key, secrets redacted: every JSON value of the store
+// (sessions, tasks, records with their summaries, events) passes here, so
+// none holds a token a user pasted into a request or a command. The
+// redaction keeps the JSON valid (see package redact).
 func putJSON(b *bolt.Bucket, what string, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%s %q: encode: %w", what, key, err)
 	}
-	return b.Put(key, raw)
+	return b.Put(key, redact.Bytes(raw))
 }
 
 // listJSON decodes every value of the bucket that bucket picks (nil: none)

@@ -35,6 +35,19 @@
 //     functions given to UpdateRecord must only modify their argument.
 //     A write returns after the data is on disk; a crash (even kill -9)
 //     loses at most the writes still in flight and never corrupts the file.
+//   - Secrets are never stored: every JSON value and frozen message passes
+//     package redact on its way into the file, and Message renders records
+//     redacted.
+//   - The store forgets: with Options.Retain or MaxStore a background
+//     sweeper (every DefaultSweepEvery, and once at Open) deletes sessions
+//     unused for Retain and then the least recently used ones while the
+//     live data exceeds MaxStore, each with everything keyed by it. bbolt
+//     reuses the freed pages but never shrinks the file; Compact (rcm store
+//     compact, with no proxy running) copies the live data into a new file
+//     and renames it over the old one.
+//   - A task keeps at most maxRequirements requirements: the first
+//     keepFirst and the latest; Record.Omitted counts the cut ones and the
+//     rendered record says so.
 //   - A value that does not decode yields an error naming its key; it never
 //     panics and never causes other data to be dropped. PutLabels repairs an
 //     undecodable label by overwriting it.

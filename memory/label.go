@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -81,12 +82,22 @@ func (w *Tx) PutLabels(session string, fps []transcript.Fingerprint, labels []La
 		}
 		vals[i] = v
 	}
+	// In key order: bbolt splits nodes only at commit, so a put in the
+	// middle of a node moves everything after it, and random keys make a
+	// call with n new turns cost O(n²) (300k messages: minutes inside
+	// the writer lock); in order, each put appends.
+	order := make([]int, len(fps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(fps[a][:], fps[b][:]) })
 	return w.do("put labels "+session, func(tx *bolt.Tx) error {
 		b, err := createSessionBucket(tx, session, bucketLabels)
 		if err != nil {
 			return err
 		}
-		for i, fp := range fps {
+		for _, i := range order {
+			fp := fps[i]
 			if old := b.Get(fp[:]); old != nil && labelRouted(old) {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 
+	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/transcript"
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,7 +35,9 @@ func Message(r Record, maxTokens int) []byte {
 		}
 	}
 	for {
-		msg := encodeMessage(open + Render(r, budget) + end)
+		// Records are stored redacted; redacting the text again covers
+		// a record that never passed the store (idempotent otherwise).
+		msg := encodeMessage(redact.String(open + Render(r, budget) + end))
 		over := len(msg) - maxTokens*4
 		if maxTokens <= 0 || over <= 0 || budget == 1 {
 			return msg
@@ -132,6 +135,10 @@ func (w *Tx) PutFrozen(session, task string, fp transcript.Fingerprint, msg []by
 		if err != nil {
 			return err
 		}
+		// Message already redacts, so this changes nothing for the proxy
+		// (every call of a turn still forwards the same bytes); it keeps
+		// any other caller's secrets out of the file.
+		msg := redact.Bytes(msg)
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(msg)), seq)
 		if err := b.Put(key, append(v, msg...)); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"path"
 	"regexp"
 	"slices"
@@ -26,6 +27,14 @@ const (
 	outputWindow   = 4 << 10  // bytes at each end of a tool output searched for exit codes and test results
 )
 
+// maxRequirements bounds a task's requirement list: past it, those after
+// the first keepFirst are cut (Record.Omitted counts them), so that the
+// task's opening requests and its latest ones stay.
+const (
+	maxRequirements = 16
+	keepFirst       = 4
+)
+
 // Observation is what one model call showed about a task: the request as
 // parsed, which of its turns belong to the task, and the upstream answer.
 type Observation struct {
@@ -39,6 +48,10 @@ type Observation struct {
 	Response []byte
 	SSE      bool
 	Status   int // HTTP status of the answer; 0 when unknown
+	// Context, when set, stops the reading of turns once it is done: the
+	// record keeps what was read, and the turns left (their requests not
+	// yet among the Requirements) are read by a later call.
+	Context context.Context
 }
 
 // Observe updates r with what o shows. It is deterministic and idempotent:
@@ -84,9 +97,15 @@ func (r *Record) Observe(o Observation) {
 		known[q.Turn] = true
 	}
 	fps := tr.Fingerprints()
+	if r.Omitted > 0 {
+		r.knowOmitted(o.Turns, fps, known)
+	}
 	var seen seenFiles
 	prev := -1
-	for _, ti := range o.Turns {
+	for n, ti := range o.Turns {
+		if o.Context != nil && n%256 == 255 && o.Context.Err() != nil {
+			break
+		}
 		if ti <= prev || ti < 0 || ti >= len(tr.Turns) {
 			continue
 		}
@@ -162,6 +181,36 @@ func (r *Record) addRequirement(text, fp string) {
 	r.Requirements = append(r.Requirements, Requirement{
 		Text: text, Turn: fp, Amends: len(r.Requirements) > 0 && amends(text),
 	})
+	if over := len(r.Requirements) - maxRequirements; over > 0 {
+		r.Requirements = slices.Delete(r.Requirements, keepFirst, keepFirst+over)
+		r.Omitted += over
+	}
+}
+
+// knowOmitted marks as known the request turns whose requirements were cut:
+// those of the task before its latest known one (requirements follow the
+// transcript's order, and the latest are never cut).
+func (r *Record) knowOmitted(turns []int, fps []transcript.Fingerprint, known map[string]bool) {
+	last := -1
+	for i, ti := range turns {
+		if ti >= 0 && ti < len(fps) && known[fps[ti].String()] {
+			last = i
+		}
+	}
+	for _, ti := range turns[:last+1] {
+		if ti >= 0 && ti < len(fps) {
+			known[fps[ti].String()] = true
+		}
+	}
+}
+
+// omittedNote is the line Render puts where requirements were cut.
+func (r *Record) omittedNote(reqs []string) []string {
+	if r.Omitted == 0 || len(reqs) < keepFirst {
+		return reqs
+	}
+	note := "… " + strconv.Itoa(r.Omitted) + " requirements omitted by rcm …"
+	return slices.Insert(reqs, keepFirst, note)
 }
 
 // call is a tool call of a turn and its result, when the turn holds one.

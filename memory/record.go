@@ -27,6 +27,10 @@ type Record struct {
 	// Version counts the writes of this record; the store sets it.
 	Version int       `json:"version"`
 	Updated time.Time `json:"updated"`
+
+	// Omitted counts the requirements cut from the middle of a long list
+	// (see maxRequirements); they stood after the first keepFirst ones.
+	Omitted int `json:"requirements_omitted,omitempty"`
 }
 
 // Cursor tells Observe what the last turn it read added, so that reading

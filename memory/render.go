@@ -31,6 +31,7 @@ func Render(r Record, maxTokens int) string {
 			reqs[i] = "(amends the above) " + q.Text
 		}
 	}
+	reqs = r.omittedNote(reqs)
 	var test []string
 	if t := r.LastTest; t != nil {
 		test = []string{strings.TrimSpace(command(t.Command) + " " + t.Outcome)}

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -44,6 +46,17 @@ type Options struct {
 	// MaxEvents is how many events each session keeps (the oldest are
 	// deleted first); 0 means 1000.
 	MaxEvents int
+	// Retain is how long a session is kept after its last use; older ones
+	// are deleted by the sweeper. 0 keeps sessions forever.
+	Retain time.Duration
+	// MaxStore bounds the store's live data in bytes: above it the
+	// sweeper deletes the least recently used sessions. 0: no bound.
+	MaxStore int64
+	// SweepEvery is the sweeper's interval (it runs only with Retain or
+	// MaxStore set); 0 means DefaultSweepEvery.
+	SweepEvery time.Duration
+	// Log receives the sweeper's reports; nil discards them.
+	Log *slog.Logger
 }
 
 // Validate reports options that cannot be used.
@@ -53,6 +66,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxEvents < 0 {
 		return fmt.Errorf("memory: options: negative MaxEvents %d", o.MaxEvents)
+	}
+	if o.Retain < 0 || o.MaxStore < 0 || o.SweepEvery < 0 {
+		return fmt.Errorf("memory: options: negative Retain, MaxStore or SweepEvery (%v, %d, %v)", o.Retain, o.MaxStore, o.SweepEvery)
 	}
 	return nil
 }
@@ -64,6 +80,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxEvents == 0 {
 		o.MaxEvents = 1000
 	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = DefaultSweepEvery
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	return o
 }
 
@@ -72,6 +94,10 @@ type Store struct {
 	db   *bolt.DB
 	path string
 	opts Options
+	// stop ends the sweeper, which closes swept when it has returned;
+	// both nil without one. stopOnce lets Close run twice.
+	stop, swept chan struct{}
+	stopOnce    sync.Once
 }
 
 // DefaultPath is the store's file under the user's data directory:
@@ -118,14 +144,25 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	return &Store{db: db, path: path, opts: opts}, nil
+	s := &Store{db: db, path: path, opts: opts}
+	if opts.Retain > 0 || opts.MaxStore > 0 {
+		s.stop, s.swept = make(chan struct{}), make(chan struct{})
+		go s.sweeper(s.stop, s.swept)
+	}
+	return s, nil
 }
 
 // Path is the file the store was opened from.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the file and its lock.
+// Close stops the sweeper and releases the file and its lock.
 func (s *Store) Close() error {
+	s.stopOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.swept
+		}
+	})
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("memory: close %s: %w", s.path, err)
 	}

@@ -53,6 +53,13 @@ type assembly struct {
 	// were placed after the response; the budget fit.
 	freeze []frozen
 	fit    compaction.Report
+	// observed is the task's record with this call read into it,
+	// prepared before the write transaction (see prepareRecord);
+	// recordSame says the call taught the record nothing; labelsSaved
+	// counts the labels saveEarlyLabels wrote.
+	observed    *memory.Record
+	recordSame  bool
+	labelsSaved int
 
 	// release hands the call's writes to its session's write slot.
 	release func(fn func())
@@ -225,6 +232,14 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
+	if err := h.saveEarlyLabels(a); err != nil {
+		return err
+	}
+	if rcm {
+		if err := h.prepareRecord(a); err != nil {
+			return err
+		}
+	}
 	var ev memory.Event
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {

@@ -105,6 +105,15 @@ type Config struct {
 	MemoryModel   string `json:"memory_model"`
 	MemoryBaseURL string `json:"memory_base_url"`
 	MemoryAPIKey  string `json:"-"`
+
+	// Retain is how long the store keeps a session after its last call;
+	// a background sweeper deletes older ones. Default 30 days.
+	Retain time.Duration `json:"retain"`
+	// MaxStore bounds the store's live data in bytes: above it the least
+	// recently used sessions are deleted. Default 1 GiB. The file keeps
+	// its size until `rcm store compact` (bbolt reuses, never returns,
+	// freed pages).
+	MaxStore int64 `json:"max_store"`
 }
 
 // Defaults of Config.
@@ -121,6 +130,8 @@ const (
 	DefaultShutdownTimeout   = 10 * time.Second
 	DefaultMemoryTokens      = 2000
 	DefaultRouteMessages     = 10000
+	DefaultRetain            = 30 * 24 * time.Hour
+	DefaultMaxStore          = 1 << 30
 )
 
 // Validate fills zero fields with their defaults and reports the first
@@ -194,6 +205,18 @@ func (c *Config) Validate() error {
 	}
 	if c.ContextTokens < 0 || c.MemoryTokens < 0 {
 		return errors.New("context-tokens and memory-tokens must be positive")
+	}
+	if c.Retain == 0 {
+		c.Retain = DefaultRetain
+	}
+	if c.Retain < time.Minute {
+		return fmt.Errorf("retain %v: want at least 1m", c.Retain)
+	}
+	if c.MaxStore == 0 {
+		c.MaxStore = DefaultMaxStore
+	}
+	if c.MaxStore < 1<<20 {
+		return fmt.Errorf("max-store %d: want at least 1 MiB", c.MaxStore)
 	}
 	return nil
 }

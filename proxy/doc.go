@@ -39,6 +39,14 @@
 //     freezes it there, so a run's calls forward append-only contexts; a
 //     run whose first turn fell back (the full history went out) gets no
 //     record, and a task's 65th run start pushes out its oldest record.
+//     The call is read into its task's record before the write transaction
+//     (at most 5 s), and labels beyond 4096 new turns go in transactions of
+//     their own, so that one huge call holds the store's single writer only
+//     briefly. Durability: a call whose answer completed more than 1 s
+//     before a crash (even kill -9) is recorded (cmd/rcm's crash-tagged
+//     trials check it).
+//   - Nothing it stores or logs holds a secret (package redact); the
+//     client's own messages are forwarded untouched.
 //   - Credentials (Authorization, x-api-key) are forwarded, never stored or
 //     logged; --upstream-key is added only when the client sends none.
 //   - /v1/messages (Anthropic) goes to --anthropic-upstream, everything

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rcm-dev/rcm/inspector"
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/router"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -81,6 +82,8 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anthropic-upstream %q: %w", cfg.AnthropicUpstream, err)
 	}
+	// Errors quote URLs and upstream answers: no secret reaches the log.
+	logger = slog.New(redact.Handler(logger.Handler()))
 	rt, err := router.New(router.Config{
 		Threshold: cfg.Threshold,
 		Model:     cfg.RouterModel,
@@ -97,7 +100,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 			return nil, err
 		}
 	}
-	store, err := memory.Open(cfg.DB, memory.Options{})
+	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger})
 	if err != nil {
 		return nil, err
 	}

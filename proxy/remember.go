@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -286,24 +288,70 @@ func observe(w *memory.Tx, a *assembly) error {
 	if a.task == "" || a.plan == nil || a.fallback != FallbackNone {
 		return nil
 	}
+	for _, f := range a.freeze {
+		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
+			return err
+		}
+	}
+	if a.recordSame {
+		return nil
+	}
+	return w.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
+		if a.observed != nil && a.observed.Version == r.Version {
+			*r = *a.observed
+			return nil
+		}
+		// The record changed since it was prepared (a summary landed):
+		// read the call into the stored one.
+		r.Task = a.task
+		r.Observe(a.observation(nil))
+		r.Updated = a.at
+		return nil
+	})
+}
+
+// observeTimeout bounds the reading of one call into its task's record;
+// the turns it leaves are read by the session's next call.
+const observeTimeout = 5 * time.Second
+
+// prepareRecord reads the call into a copy of the task's record before the
+// write transaction: the store has one writer, and a call of 300k messages
+// takes long to read, so other sessions' writes wait only for the put.
+// The session's writes are ordered (pending), so only a summary can change
+// the record meanwhile; observe checks the version.
+func (h *Handler) prepareRecord(a *assembly) error {
+	if a.transcript.Kind == transcript.Compaction || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
+		return nil
+	}
+	rec, _, err := h.store.Record(a.session, a.task)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), observeTimeout)
+	defer cancel()
+	rec.Task = a.task
+	before, _ := json.Marshal(rec)
+	rec.Observe(a.observation(ctx))
+	if after, _ := json.Marshal(rec); bytes.Equal(before, after) {
+		// Nothing new (a retried call): the record is not rewritten.
+		a.recordSame = true
+		return nil
+	}
+	rec.Updated = a.at
+	a.observed = &rec
+	return nil
+}
+
+// observation is what the call shows about its task: the task's turns of
+// the transcript and the answer.
+func (a *assembly) observation(ctx context.Context) memory.Observation {
 	var turns []int
 	for i, d := range a.plan.Turns {
 		if d.Task == a.task {
 			turns = append(turns, i)
 		}
 	}
-	for _, f := range a.freeze {
-		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
-			return err
-		}
-	}
-	o := memory.Observation{Transcript: t, Turns: turns, Response: a.resp.Bytes(), SSE: a.sse, Status: a.status}
-	return w.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
-		r.Task = a.task
-		r.Observe(o)
-		r.Updated = a.at
-		return nil
-	})
+	return memory.Observation{Transcript: a.transcript, Turns: turns, Response: a.resp.Bytes(), SSE: a.sse, Status: a.status, Context: ctx}
 }
 
 // summarize asks the optional memory model for the task's progress once a

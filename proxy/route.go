@@ -88,24 +88,65 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 // saveLabels persists the decisions of this call that the store does not
 // hold yet (or that were fallbacks), and every task first routed here. A
 // fallback's guessed task is not recorded as a task: the next call of the
-// turn guesses afresh and must be free to give it the same id.
+// turn guesses afresh and must be free to give it the same id. Labels
+// that saveEarlyLabels wrote are not written again.
 func saveLabels(w *memory.Tx, a *assembly) error {
 	if a.plan == nil {
 		return nil
 	}
-	var fps []transcript.Fingerprint
-	var labels []memory.Label
 	seen := map[string]bool{}
 	for _, id := range a.knownTasks {
 		seen[id] = true
 	}
-	for i, d := range a.plan.Turns {
+	for _, d := range a.plan.Turns {
 		if d.Task != "" && d.Routed && !seen[d.Task] {
 			seen[d.Task] = true
 			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
 				return err
 			}
 		}
+	}
+	fps, labels := newLabels(a)
+	if len(fps) <= a.labelsSaved {
+		return nil
+	}
+	return w.PutLabels(a.session, fps[a.labelsSaved:], labels[a.labelsSaved:])
+}
+
+// labelChunk is how many labels one write transaction takes at most
+// before the call's own: bbolt has one writer, and other sessions' writes
+// wait for the transaction that holds it.
+const labelChunk = 4096
+
+// saveEarlyLabels writes the labels of a call with many new turns (a long
+// history seen for the first time) in transactions of labelChunk, before
+// the call's transaction, which writes the last of them with the rest, so
+// that one huge call cannot hold the store's writer for long. A crash in
+// between leaves labels without the record's update, which the next call
+// completes (the record reads the turns it has not read).
+func (h *Handler) saveEarlyLabels(a *assembly) error {
+	fps, labels := newLabels(a)
+	for len(fps)-a.labelsSaved > labelChunk {
+		from, to := a.labelsSaved, a.labelsSaved+labelChunk
+		if err := h.store.Update(func(w *memory.Tx) error {
+			return w.PutLabels(a.session, fps[from:to], labels[from:to])
+		}); err != nil {
+			return err
+		}
+		a.labelsSaved = to
+	}
+	return nil
+}
+
+// newLabels lists the decisions of this call to persist: those the store
+// does not hold, or holds as a fallback that this call changed.
+func newLabels(a *assembly) ([]transcript.Fingerprint, []memory.Label) {
+	if a.plan == nil {
+		return nil, nil
+	}
+	var fps []transcript.Fingerprint
+	var labels []memory.Label
+	for i, d := range a.plan.Turns {
 		p := a.prior[i]
 		if d.Task == "" || p.Known && p.Routed || p.Known && p.Task == d.Task && p.Routed == d.Routed {
 			continue
@@ -113,10 +154,7 @@ func saveLabels(w *memory.Tx, a *assembly) error {
 		fps = append(fps, a.fps[i])
 		labels = append(labels, memory.Label{Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed, At: a.at})
 	}
-	if len(fps) == 0 {
-		return nil
-	}
-	return w.PutLabels(a.session, fps, labels)
+	return fps, labels
 }
 
 // seeds describes each task by its record (checkout, requests) once

@@ -15,6 +15,7 @@ Usage:
   rcm bench replay      replay recorded sessions through the proxy; model-free metrics
   rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
                         (live in a browser: http://127.0.0.1:8787/rcm/)
+  rcm store compact     shrink the store file to its live data (rcm serve stopped)
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
@@ -33,6 +34,8 @@ func main() {
 		err = bench(args)
 	case "inspect":
 		err = inspect(args)
+	case "store":
+		err = store(args)
 	case "version", "--version", "-v":
 		fmt.Println("rcm", version)
 	case "help", "--help", "-h":

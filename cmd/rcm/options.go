@@ -44,6 +44,51 @@ func durationOpt(p *time.Duration) func(string) error {
 	return func(s string) (err error) { *p, err = time.ParseDuration(s); return err }
 }
 
+// daysOpt is durationOpt that also takes days ("30d", "1.5d").
+func daysOpt(p *time.Duration) func(string) error {
+	return func(s string) error {
+		if n, ok := strings.CutSuffix(s, "d"); ok {
+			d, err := strconv.ParseFloat(n, 64)
+			if err != nil || d < 0 || d > 1e5 {
+				return fmt.Errorf("want a duration such as 30d or 12h")
+			}
+			*p = time.Duration(d * float64(24*time.Hour))
+			return nil
+		}
+		return durationOpt(p)(s)
+	}
+}
+
+// sizeUnits are the suffixes sizeOpt accepts, longest first.
+var sizeUnits = []struct {
+	suffix string
+	n      float64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1},
+}
+
+// sizeOpt parses a byte size: a number with an optional unit (512MiB,
+// 2GB, 1G, 1048576).
+func sizeOpt(p *int64) func(string) error {
+	return func(s string) error {
+		num, mul := strings.TrimSpace(s), 1.0
+		for _, u := range sizeUnits {
+			if n, ok := strings.CutSuffix(num, u.suffix); ok {
+				num, mul = strings.TrimSpace(n), u.n
+				break
+			}
+		}
+		v, err := strconv.ParseFloat(num, 64)
+		if err != nil || v < 0 || v*mul > 1<<62 {
+			return fmt.Errorf("want a size such as 512MiB, 2GB or a number of bytes")
+		}
+		*p = int64(v * mul)
+		return nil
+	}
+}
+
 // parseOptions parses args against opts. With withConfig, a --config flag
 // (env RCM_CONFIG) names a JSON object whose keys are the flags' names
 // (dashes or underscores) and whose values are applied first.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/rcm-dev/rcm/proxy"
+	"github.com/rcm-dev/rcm/redact"
 )
 
 func serveOptions(c *proxy.Config) []option {
@@ -38,6 +39,8 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "memory-base-url", env: "RCM_MEMORY_BASE_URL", help: "OpenAI-compatible API of the memory model (default https://api.openai.com/v1)", set: stringOpt(&c.MemoryBaseURL)},
 		{flag: "memory-api-key", env: "RCM_MEMORY_API_KEY", help: "key for the memory model; prefer the environment variable", set: stringOpt(&c.MemoryAPIKey), secret: true},
 		{flag: "router-api-key", env: "RCM_ROUTER_API_KEY", help: "key for the router's model; prefer the environment variable", set: stringOpt(&c.RouterAPIKey), secret: true},
+		{flag: "retain", env: "RCM_RETAIN", help: "how long a session is kept after its last call, e.g. 30d, 12h (default 30d); a sweeper deletes older ones every 10m", set: daysOpt(&c.Retain)},
+		{flag: "max-store", env: "RCM_MAX_STORE", help: "bound on the store's live data, e.g. 512MiB, 2GB (default 1GiB); above it the least recently used sessions are deleted", set: sizeOpt(&c.MaxStore)},
 	}
 }
 
@@ -49,7 +52,7 @@ func serve(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, nil)))
 	h, err := proxy.New(cfg, log)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ var listening = regexp.MustCompile(`listen=(\S+)`)
 // it down cleanly with the store closed.
 func TestServeLifecycle(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "rcm.db")
-	cmd, addr := startServe(t, "--db", db, "--upstream", "http://127.0.0.1:9/v1")
+	cmd, addr := serveArgs(t, "--db", db, "--upstream", "http://127.0.0.1:9/v1")
 	resp, err := http.Get("http://" + addr + "/rcm/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
@@ -74,28 +74,13 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// startServe runs `rcm serve` on a free loopback port with args and
-// returns the process and its address.
-func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
+// serveArgs starts `rcm serve` on a free port with args and returns the
+// process, killed at the end of the test, and its address.
+func serveArgs(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := command(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var addr string
-	for sc.Scan() {
-		if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("serve did not report its address")
-	}
-	go io.Copy(io.Discard, stderr)
+	addr, _ := startServe(t, cmd)
 	return cmd, addr
 }
 
@@ -143,7 +128,7 @@ func foreverStream(t *testing.T) *httptest.Server {
 // past --shutdown-timeout; its client sees the cut.
 func TestShutdownIsBounded(t *testing.T) {
 	up := foreverStream(t)
-	cmd, addr := startServe(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "300ms")
+	cmd, addr := serveArgs(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "300ms")
 	resp := streaming(t, addr)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := exited(cmd); err != nil {
@@ -158,7 +143,7 @@ func TestShutdownIsBounded(t *testing.T) {
 // the process without waiting.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	up := foreverStream(t)
-	cmd, addr := startServe(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "1h")
+	cmd, addr := serveArgs(t, "--db", filepath.Join(t.TempDir(), "rcm.db"), "--upstream", up.URL+"/v1", "--shutdown-timeout", "1h")
 	streaming(t, addr)
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(200 * time.Millisecond) // the first signal starts the shutdown

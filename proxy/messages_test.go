@@ -380,9 +380,12 @@ func TestMessagesCompaction(t *testing.T) {
 		strings.TrimSuffix(strings.SplitN(summary(), "<summary>\n", 2)[1], "</summary>") +
 		"\n\nIf you need specific details from before compaction, read the full transcript.\nContinue the conversation from where it left off."
 	after := capture.LoadIn(t, capture.ClaudeCodeDir(), "first_agent_request").Body
+	// As Claude Code sends it (after_manual_compaction_request): the
+	// environment entry comes last.
+	env := gjson.GetBytes(after, "messages.1").Raw
 	msgs := `[{"role":"user","content":[{"type":"text","text":"<system-reminder>\nctx\n</system-reminder>\n"},{"type":"text","text":` + gjson.Get(mustSet(t, cont), "x").Raw + `}]},` +
 		`{"role":"system","content":[]},{"role":"assistant","content":[{"type":"text","text":"Done."}]},` +
-		`{"role":"user","content":[{"type":"text","text":` + gjson.Get(mustSet(t, switchRequests[2]), "x").Raw + `,"cache_control":{"type":"ephemeral"}}]}]`
+		`{"role":"user","content":[{"type":"text","text":` + gjson.Get(mustSet(t, switchRequests[2]), "x").Raw + `,"cache_control":{"type":"ephemeral"}}]},` + env + `]`
 	after, _ = sjson.SetRawBytes(after, "messages", []byte(msgs))
 	resp = send(after)
 	got, _ := rec.last(t)

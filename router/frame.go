@@ -45,8 +45,23 @@ func readFrame(t *transcript.Transcript) frame {
 	if len(t.Turns) > 0 {
 		end = t.Turns[0].Start + 1
 	}
-	for i := 0; i < end && i < len(t.Messages); i++ {
-		text := clip(t.Messages[i].Text(), frameCap)
+	texts := func(yield func(string) bool) {
+		// A system prompt outside the messages (Anthropic's system field,
+		// Responses' instructions) first.
+		if !yield(t.Instructions()) {
+			return
+		}
+		for i := range t.Messages {
+			// Claude Code sends its environment as a role "system" entry
+			// among the messages, after the first request (and, after a
+			// compaction, after the current one).
+			if m := &t.Messages[i]; (i < end || m.Role == "system") && !yield(m.Text()) {
+				return
+			}
+		}
+	}
+	for text := range texts {
+		text = clip(text, frameCap)
 		for _, h := range harnessCWD {
 			k := strings.Index(text, h.before)
 			if k < 0 {

@@ -244,15 +244,21 @@ func (s *session) classify(i int, header string) Decision {
 	if len(s.byTask) == 0 && len(s.tasks) == 0 {
 		return one(s.newID(), confFirst, MethodNew)
 	}
-	// A message sent before the agent answered the previous request (a
-	// slash command and its expansion, an addendum), or a harness's own
-	// notice (a loaded tool, a skill's text), continues that request's task.
-	if i > 0 && (s.interrupts(i) || injected(s.request(i))) && s.ds[i-1].Task != "" {
-		d := s.ds[i-1]
-		return one(d.Task, d.Confidence, MethodFollowUp)
-	}
 	prof := s.profiles(i, q)
 	d, ok, only := s.workspace(sig, prof)
+	// A message sent before the agent answered the previous request (a
+	// slash command and its expansion, an addendum), or a harness's own
+	// notice (a loaded tool, a skill's text), continues that request's task
+	// unless it names another task's checkout: after compaction Codex and
+	// Claude Code re-send earlier requests without their answers, so an
+	// unanswered request before a return is no sign of an addendum.
+	if i > 0 && (s.interrupts(i) || injected(s.request(i))) && s.ds[i-1].Task != "" {
+		prev := s.ds[i-1]
+		known := ok && d.Method == MethodWorkspace
+		if (!known || d.Task == prev.Task) && (only == nil || slices.Contains(only, prev.Task)) {
+			return one(prev.Task, prev.Confidence, MethodFollowUp)
+		}
+	}
 	if ok {
 		return d
 	}

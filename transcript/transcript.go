@@ -180,6 +180,19 @@ type Transcript struct {
 	arrStart, arrEnd int // span of the messages array, brackets included
 }
 
+// Instructions returns the system prompt a format carries outside its
+// messages: Anthropic's "system" field, the Responses API's "instructions";
+// "" for chat completions, whose system prompt is a message.
+func (t *Transcript) Instructions() string {
+	switch t.Format {
+	case AnthropicMessages:
+		return contentText(gjson.GetBytes(t.Body, "system"))
+	case OpenAIResponses:
+		return gjson.GetBytes(t.Body, "instructions").String()
+	}
+	return ""
+}
+
 // Current returns the last turn, the one the call is about, or nil when the
 // transcript has no turn.
 func (t *Transcript) Current() *Turn {

@@ -61,6 +61,7 @@ type replayConfig struct {
 	overhead           string
 	compactionTail     int64
 	layout             string
+	returns            string
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -76,6 +77,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
 		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
+		{flag: "returns", env: "RCM_BENCH_RETURNS", help: "how the shared layout's returning requests name their task: title (quote the issue's title) or untitled (\"that issue\") (default title)", set: stringOpt(&c.returns)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -94,6 +96,12 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		spec.Layout = c.layout
 		if err := spec.Validate(); err != nil {
 			return fmt.Errorf("--layout: %w", err)
+		}
+	}
+	if c.returns != "" {
+		spec.Returns = c.returns
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("--returns: %w", err)
 		}
 	}
 	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail)}

@@ -96,7 +96,7 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 		stage := t.Stages[st.Stage]
 		req := stage.Request
 		if s.shared() {
-			req = sharedRequest(t, st.Stage)
+			req = sharedRequest(t, st.Stage, s.Returns == ReturnsUntitled)
 		}
 		req = strings.ReplaceAll(req, CheckoutPlaceholder, checkout)
 		history = append(history, Message{Role: RoleUser, Content: rewritePath(req, t.Workdir, checkout)})

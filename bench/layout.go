@@ -21,6 +21,18 @@ const (
 	LayoutShared = "shared"
 )
 
+// How the shared layout's returning requests name their task (Spec.Returns).
+const (
+	// ReturnsTitle quotes the issue's title.
+	ReturnsTitle = "title"
+	// ReturnsUntitled says "that issue": only the words of the request
+	// (the discussion it pastes) and the agent's work tell the task.
+	ReturnsUntitled = "untitled"
+)
+
+// untitled is how a returning request names its task under ReturnsUntitled.
+const untitled = "that issue"
+
 // shared reports whether the spec replays in the shared layout.
 func (s *Spec) shared() bool { return s.Layout == LayoutShared }
 
@@ -61,16 +73,20 @@ var (
 
 // sharedRequest is stage i of t as a person asks for it in one shared
 // checkout: the issue as given, a returning request naming the issue by its
-// title; never a path or the task's id.
-func sharedRequest(t *Task, i int) string {
+// title (or as "that issue" when untitled); never a path or the task's id.
+func sharedRequest(t *Task, i int, untitledReturns bool) string {
 	st := t.Stages[i]
 	pick := func(phrases []string) string {
 		h := fnv.New32a()
 		fmt.Fprintf(h, "%s#%d", t.ID, i)
 		return phrases[h.Sum32()%uint32(len(phrases))]
 	}
+	title := Title(t)
+	if untitledReturns {
+		title = untitled
+	}
 	if st.Submit {
-		return fmt.Sprintf(pick(submitPhrases), Title(t))
+		return fmt.Sprintf(pick(submitPhrases), title)
 	}
 	req := st.Request
 	switch {
@@ -78,7 +94,7 @@ func sharedRequest(t *Task, i int) string {
 		_, issue, _ := strings.Cut(req, issueMark)
 		return "Please fix this issue:\n\n" + issue
 	case strings.HasPrefix(req, hintsHead):
-		return fmt.Sprintf(pick(hintsPhrases), Title(t)) + strings.TrimPrefix(req, hintsHead)
+		return fmt.Sprintf(pick(hintsPhrases), title) + strings.TrimPrefix(req, hintsHead)
 	case strings.HasPrefix(req, turnHead):
 		return strings.TrimPrefix(req, turnHead)
 	}

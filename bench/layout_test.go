@@ -79,3 +79,45 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedLayoutUntitled: with Returns untitled no request of the shared
+// layout quotes a task's title; returning requests say "that issue".
+func TestSharedLayoutUntitled(t *testing.T) {
+	spec, err := Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Layout, spec.Returns = LayoutShared, ReturnsUntitled
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	returns := 0
+	for i := range spec.Sessions {
+		sess := &spec.Sessions[i]
+		calls, err := spec.Calls(sess.ID, ScheduleSwitch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range calls[len(calls)-1].Messages {
+			if m.Role != RoleUser {
+				continue
+			}
+			for _, id := range append(sess.Distractors, sess.Focus) {
+				task, _ := spec.Task(id)
+				if strings.Contains(m.Content, Title(task)) {
+					t.Fatalf("%s: request quotes %s: %.120q", sess.ID, Title(task), m.Content)
+				}
+			}
+			if strings.Contains(m.Content, untitled) {
+				returns++
+			}
+		}
+	}
+	if returns == 0 {
+		t.Fatal("no returning request says " + untitled)
+	}
+	spec.Returns = "numbered"
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "returns") {
+		t.Fatalf("returns numbered accepted: %v", err)
+	}
+}

@@ -34,6 +34,9 @@ type Spec struct {
 
 	// Layout is LayoutCheckout (the default, "") or LayoutShared.
 	Layout string `json:"layout,omitempty"`
+	// Returns is how the shared layout's returning requests name their
+	// task: ReturnsTitle (the default, "") or ReturnsUntitled.
+	Returns string `json:"returns,omitempty"`
 }
 
 // Task is a repository snapshot, ordered requests (stages) and a verifier.
@@ -169,6 +172,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Layout != "" && s.Layout != LayoutCheckout && s.Layout != LayoutShared {
 		errs = append(errs, fmt.Errorf("layout: %q, want %s or %s", s.Layout, LayoutCheckout, LayoutShared))
+	}
+	if s.Returns != "" && s.Returns != ReturnsTitle && s.Returns != ReturnsUntitled {
+		errs = append(errs, fmt.Errorf("returns: %q, want %s or %s", s.Returns, ReturnsTitle, ReturnsUntitled))
 	}
 	if len(s.Tasks) == 0 {
 		errs = append(errs, errors.New("tasks: empty"))

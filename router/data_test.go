@@ -141,7 +141,7 @@ type switchSession struct {
 // switchSessions reads the mini-swe-agent trajectories of the shared data
 // with the bench importer and assembles them into Switch-SWE sessions with
 // the bench's default seed.
-func switchSessions(t *testing.T, layout string) []switchSession {
+func switchSessions(t *testing.T, layout, returns string) []switchSession {
 	t.Helper()
 	tasks, skips, err := bench.ReadData(chattest.SharedData(t), bench.FormatMiniSWE)
 	if err != nil {
@@ -151,7 +151,7 @@ func switchSessions(t *testing.T, layout string) []switchSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Layout = layout
+	spec.Layout, spec.Returns = layout, returns
 	t.Logf("%d tasks, %d sessions (%d import and assembly notes)", len(tasks), len(spec.Sessions), len(skips)+len(more))
 	var out []switchSession
 	for i := range spec.Sessions {
@@ -274,8 +274,9 @@ func checkKeep(t *testing.T, p Plan) {
 // task) are the hard ones and are replayed in every variant; the far ones
 // only with the bench's own requests, and not with -short.
 func TestInterleaved(t *testing.T) {
-	all := switchSessions(t, bench.LayoutCheckout)
-	shared := switchSessions(t, bench.LayoutShared)
+	all := switchSessions(t, bench.LayoutCheckout, "")
+	shared := switchSessions(t, bench.LayoutShared, "")
+	untitled := switchSessions(t, bench.LayoutShared, bench.ReturnsUntitled)
 	var near []switchSession
 	for _, s := range all {
 		if s.sess.Kind == bench.KindNear {
@@ -299,6 +300,9 @@ func TestInterleaved(t *testing.T) {
 		// back (what native forwards); the routed ones must be right.
 		{"bare", near, variant{}, 0.95, 0.40, 0.98, 0.98},
 		{"shared", shared, variant{named: true, workdir: true}, 0.95, 0.15, 0.98, 0.98},
+		// Returning requests that do not name their task: many fall back;
+		// the routed ones must be right.
+		{"untitled", untitled, variant{named: true, workdir: true}, 0.95, 0.25, 0.98, 0.98},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			m := replay(t, v.sessions, 0.8, v.variant)

@@ -47,10 +47,15 @@
 //     of any task's subject line (the first line of its first request with
 //     three words: an issue's title) and most of its weight is in terms no
 //     task has; discounted for short requests, replies ("and ...", "yes,
-//     ..."), and in folders of checkouts (where the workspace places new
-//     work). A request naming a task's subject goes to that task; else the
-//     best BM25 score, by its margin over the second and its share of the
-//     query. Confidence = P(not new) x P(this task), or P(new).
+//     ..."), requests whose opening line refers back ("back to", "more
+//     on", "that issue": refersBack), and in folders of checkouts (where
+//     the workspace places new work); it also falls as the best task's
+//     score grows against the unseen mass (a pasted discussion of earlier
+//     work repeats its terms). A line ending in a colon introduces the
+//     text below it and is never a subject. A request naming a task's
+//     subject goes to that task; else the best BM25 score, by its margin
+//     over the second and its share of the query. Confidence = P(not new)
+//     x P(this task), or P(new).
 //   - Follow-up: a slash command, a reply of at most four words (two
 //     characters of a spaceless script count one word), or at most eight
 //     opening with a reply word, continues the previous request's task,
@@ -74,5 +79,6 @@
 // The constants of lexical.go were set by hand on the shared data's
 // interleaved sessions in the shared layout; TestInterleaved checks them
 // there and in the checkout layout: at the default threshold 0.8 routed
-// decisions must be right at least 98% of the time in the shared layout.
+// decisions must be right at least 98% of the time in the shared layout,
+// with or without the title in returning requests (bench.ReturnsUntitled).
 package router

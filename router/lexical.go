@@ -74,7 +74,9 @@ func subject(req string) string {
 				n++
 			}
 		}
-		if n >= 3 {
+		// A line ending in a colon introduces what follows ("More on
+		// that issue, from its discussion:"); it names nothing.
+		if n >= 3 && !strings.HasSuffix(strings.TrimSpace(line), ":") {
 			return clip(line, subjectCap)
 		}
 	}
@@ -222,11 +224,15 @@ func compare(q *query, cand []profile) evidence {
 // are in-sample), and checked on the real single-task sessions
 // (TestSWETogetherStaysOneTask) and the issue's cases (TestIssueCases).
 const (
-	// New work: the request names little of any task's subject (cover)
-	// and most of its weight is in terms no task has (share), and there is
+	// New work: the request names little of any task's subject (cover),
+	// most of its weight is in terms no task has (share), the best task's
+	// score is small against that unseen weight (held), and there is
 	// enough of it (novel, against newMass): a short question about
-	// something unseen is more likely about the work at hand.
-	newCover, newShare, newSlope, newMass = 0.3, 0.3, 10.0, 25.0
+	// something unseen is more likely about the work at hand. Set so that
+	// every new issue of the shared data opens a task while few pasted
+	// discussions of earlier issues that do not name them (bench replay
+	// --returns untitled) do: a wrong new task is worse than a fallback.
+	newBias, newShare, newHeld, newSlope, newMass = 0.27, 0.5, 0.5, 20.0, 25.0
 	// newWords: a statement of new work is long; a request of this many
 	// terms shows 1-1/e of the evidence its words can give.
 	newWords = 20.0
@@ -279,7 +285,11 @@ func (s *session) lexical(q *query, prof []profile, only []string) Decision {
 	}
 	pNew := 0.0
 	if only == nil {
-		pNew = logistic(newSlope*((newCover-cb)+(newShare-share))) * (1 - math.Exp(-e.novel/newMass)) * (1 - math.Exp(-float64(q.request)/newWords))
+		// The best task's score against the unseen mass: a discussion
+		// pasted about earlier work repeats that work's terms, a new
+		// statement does not.
+		held := top / max(e.novel, 1)
+		pNew = logistic(newSlope*(newBias-cb-newShare*share-newHeld*held)) * (1 - math.Exp(-e.novel/newMass)) * (1 - math.Exp(-float64(q.request)/newWords))
 		if q.continues {
 			pNew *= continueDiscount
 		}

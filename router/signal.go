@@ -36,6 +36,7 @@ func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms
 		first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
 		s.continues = replyWords[first]
 	}
+	s.continues = s.continues || refersBack(req)
 	c.terms = terms
 	c.roots, c.workdirs = &s.touched, &s.workdirs
 	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), f, &c) })
@@ -173,6 +174,28 @@ var followWords = map[string]bool{
 var replyWords = map[string]bool{
 	"and": true, "also": true, "but": true, "plus": true, "yes": true, "yeah": true, "yep": true,
 	"ok": true, "okay": true, "sure": true, "right": true, "no": true, "nope": true,
+}
+
+// backPhrases in a request's opening line refer to work already under way
+// ("back to the parser", "more on that issue"): the request returns to a
+// task, however new its pasted text looks.
+var backPhrases = []string{
+	"back to ", "more on ", "more context", "that issue", "that bug", "that task",
+	"that fix", "that change", "that one", "the same issue", "the earlier", "the previous",
+	"returning to ", "as before",
+}
+
+// refersBack reports whether the opening line of a request refers to work
+// already under way.
+func refersBack(req string) bool {
+	line, _, _ := strings.Cut(clip(req, 160), "\n")
+	line = strings.ToLower(line)
+	for _, p := range backPhrases {
+		if strings.Contains(line, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // FollowUp reports whether a request is a short follow-up that continues the

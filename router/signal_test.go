@@ -112,3 +112,18 @@ func TestScanPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestRefersBack(t *testing.T) {
+	for in, want := range map[string]bool{
+		"Back to that issue. Here is what the discussion said:\n\nlong text": true,
+		"Some more on that issue from the thread:\n\n...":                    true,
+		"Going back to the date parser: it still fails on 1970":              true,
+		"Please fix this issue:\n\nBack to back tests fail":                  false, // only the opening line counts
+		"Add an LRU cache to the fetcher":                                    false,
+		"":                                                                   false,
+	} {
+		if got := refersBack(in); got != want {
+			t.Errorf("refersBack(%.40q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -68,6 +68,7 @@ type replayConfig struct {
 	api                string
 	cachePrice         float64
 	layout             string
+	returns            string
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -85,6 +86,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "api", env: "RCM_BENCH_API", help: "what the calls speak: chat (/v1/chat/completions, default) or messages (Anthropic's /v1/messages)", set: stringOpt(&c.api)},
 		{flag: "cache-price", env: "RCM_BENCH_CACHE_PRICE", help: "price of a cached input token relative to an uncached one, in the cost with prompt caching (default 0.1)", set: floatOpt(&c.cachePrice)},
 		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
+		{flag: "returns", env: "RCM_BENCH_RETURNS", help: "how the shared layout's returning requests name their task: title (quote the issue's title) or untitled (\"that issue\") (default title)", set: stringOpt(&c.returns)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -103,6 +105,12 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		spec.Layout = c.layout
 		if err := spec.Validate(); err != nil {
 			return fmt.Errorf("--layout: %w", err)
+		}
+	}
+	if c.returns != "" {
+		spec.Returns = c.returns
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("--returns: %w", err)
 		}
 	}
 	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api, CachePrice: c.cachePrice}

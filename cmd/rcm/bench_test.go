@@ -128,6 +128,7 @@ func TestBenchReplayRefusesBadFlags(t *testing.T) {
 		{"--overhead", "maybe"},
 		{"--compaction-tail", "many"},
 		{"--layout", "nested"},
+		{"--layout", "shared", "--returns", "numbered"},
 	} {
 		dir := t.TempDir()
 		f, _ := os.Create(filepath.Join(dir, "log"))

@@ -50,7 +50,10 @@ func newCacheSession(reqs, dirs []string, out func(i int) string) *cacheSession 
 // upstream received, failing unless each call was routed.
 func (s *cacheSession) send(t *testing.T, srv *httptest.Server, rec *recorder, session, mode string) [][]byte {
 	t.Helper()
-	hdr := http.Header{"X-Session-Id": {session}, "X-Rcm-Mode": {mode}}
+	// These tests are about what the routed calls forward, not about the
+	// router's calibration: a threshold of 0.6 keeps their follow-ups
+	// ("also ...") routed.
+	hdr := http.Header{"X-Session-Id": {session}, "X-Rcm-Mode": {mode}, "X-Rcm-Threshold": {"0.6"}}
 	var out [][]byte
 	for k, n := range s.calls {
 		resp := post(t, srv.URL+"/v1/chat/completions", chattest.OpenCodeBody(t, s.msgs[:n]...), hdr)
@@ -83,9 +86,9 @@ func extends(prev, cur []byte) bool {
 func TestOneTaskAppendOnlyGolden(t *testing.T) {
 	reqs := []string{
 		"In /work/ws1 fix the crash in the ORM query compiler",
-		"Now make the compiler handle empty lookups too",
-		"Add a regression test for the empty lookup",
-		"Run the whole query test suite and fix what fails",
+		"Also make the compiler handle empty lookups",
+		"And add a regression test for the empty lookup in the compiler",
+		"Also run the whole query test suite and fix what fails",
 	}
 	dirs := []string{"/work/ws1", "/work/ws1", "/work/ws1", "/work/ws1"}
 	s := newCacheSession(reqs, dirs, func(i int) string { return fmt.Sprintf("On branch main, work of request %d", i) })
@@ -120,7 +123,7 @@ func TestSwitchRecordStays(t *testing.T) {
 		"In /work/ws1 fix the crash in the ORM query compiler; keep the public API unchanged",
 		"In /work/ws2 add a regression test for the URL validator",
 		"Back to /work/ws1: also handle empty lookups in the compiler",
-		"Now make the empty lookup return an empty queryset",
+		"Also make the empty lookup in the compiler return an empty queryset",
 		"In /work/ws2 also cover IPv6 hosts in the validator test",
 		"Back to /work/ws1: document the empty lookup behaviour",
 	}

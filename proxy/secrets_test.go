@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,10 +43,15 @@ func TestSecretsNeverStored(t *testing.T) {
 		chattest.ToolResult("call_1", "token: "+secrets[4]+"\nexit code: 0"),
 		chattest.Assistant("Deployed; notify with " + secrets[5]),
 	}
+	// Another task, then a return to the first: the record goes at the
+	// start of the returning run (a run of one task carries none).
+	other := []bench.Message{chattest.User("In /work/ws2 write the README of the docs site"), chattest.Assistant("Written.")}
+	back := chattest.User("Back to /work/ws1: now also deploy the invoices service")
 	bodies := [][]byte{
 		chattest.OpenCodeBody(t, turn1[:1]...),
 		chattest.OpenCodeBody(t, turn1...),
-		chattest.OpenCodeBody(t, append(turn1, chattest.User("In /work/ws1 now also deploy the invoices service"))...),
+		chattest.OpenCodeBody(t, append(slices.Clone(turn1), other[0])...),
+		chattest.OpenCodeBody(t, append(append(slices.Clone(turn1), other...), back)...),
 	}
 	for i, body := range bodies {
 		resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
@@ -54,6 +60,9 @@ func TestSecretsNeverStored(t *testing.T) {
 			t.Fatalf("call %d: fallback %s", i, fb)
 		}
 		got, _ := rec.last(t)
+		if i == 2 {
+			continue // the other task's call: the first task's turn is not forwarded
+		}
 		if !bytes.Contains(got, body[bytes.Index(body, []byte(`"messages"`)):bytes.Index(body, []byte(secrets[0]))+len(secrets[0])]) {
 			t.Fatalf("call %d: the client's own messages were not forwarded untouched", i)
 		}
@@ -74,7 +83,7 @@ func TestSecretsNeverStored(t *testing.T) {
 			t.Errorf("store file lacks %q", want)
 		}
 	}
-	// The record rcm forwards with the third call is redacted too.
+	// The record rcm forwards with the returning call is redacted too.
 	got, _ := rec.last(t)
 	mem := ""
 	for _, m := range chattest.Messages(got) {
@@ -91,7 +100,8 @@ func TestSecretsNeverStored(t *testing.T) {
 // than one label transaction takes still stores a label for every turn
 // (written in chunks before the call's own transaction) and its record.
 func TestLongHistoryLabelsInChunks(t *testing.T) {
-	srv, h := setup(t, &recorder{}, nil)
+	// More messages than --route-messages' default routes: allow them.
+	srv, h := setup(t, &recorder{}, func(c *Config) { c.RouteMessages = 4 * labelChunk })
 	var ms []bench.Message
 	for i := range labelChunk + 1000 {
 		ms = append(ms, chattest.User("In /work/ws1 step "+strconv.Itoa(i)+": fix the parser"), chattest.Assistant("done"))

@@ -244,3 +244,62 @@ func TestNumJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestCountFalseSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		tasks         []string
+		count, routed int
+		rate          float64 // NaN: none routed
+	}{
+		{"none", nil, 0, 0, math.NaN()},
+		{"all fallbacks", []string{"", "", ""}, 0, 0, math.NaN()},
+		{"steady", []string{"t1", "t1", "t1", "t1"}, 0, 4, 0},
+		{"one away and back", []string{"t1", "t2", "t1", "t1"}, 1, 4, 0.25},
+		{"stays away", []string{"t1", "t2", "t2", "t2"}, 3, 4, 0.75},
+		{"first routed after fallbacks", []string{"", "", "t3", "t3", "t1"}, 1, 3, 1.0 / 3},
+		{"fallbacks not counted", []string{"t1", "", "t2", "", "t1"}, 1, 3, 1.0 / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := CountFalseSwitches(tc.tasks)
+			if fs.Count != tc.count || fs.Routed != tc.routed {
+				t.Errorf("count, routed = %d, %d; want %d, %d", fs.Count, fs.Routed, tc.count, tc.routed)
+			}
+			if r := float64(fs.Rate); math.IsNaN(r) != math.IsNaN(tc.rate) || !math.IsNaN(r) && math.Abs(r-tc.rate) > 1e-12 {
+				t.Errorf("rate = %v, want %v", r, tc.rate)
+			}
+		})
+	}
+}
+
+func TestFalseSwitchesPooled(t *testing.T) {
+	rs := []*SessionResult{
+		{FalseSwitches: CountFalseSwitches([]string{"a", "b", "a"})},
+		{FalseSwitches: CountFalseSwitches([]string{"x", "x", "x", "x", "x"})},
+		{FalseSwitches: CountFalseSwitches([]string{"", ""})},
+	}
+	fs := falseSwitchesOf(rs)
+	if fs.Count != 1 || fs.Routed != 8 || fs.Rate != Num(1.0/8) {
+		t.Errorf("pooled = %+v, want 1 of 8 (0.125)", fs)
+	}
+	if s := fs.String(); s != "0.125 (1/8)" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+// A session's false switches come from its S_base calls' routed tasks;
+// fallbacks (threshold, error, side calls) are not routed.
+func TestSessionFalseSwitches(t *testing.T) {
+	base := []callObs{
+		{task: "t1", fallback: "none"},
+		{task: "t1", fallback: "threshold"},
+		{task: "t2", fallback: "none"},
+		{task: "", fallback: "side-call"},
+		{task: "t2", fallback: "error"},
+		{task: "t1", fallback: "none"},
+	}
+	r := sessionResult(&Session{ID: "s"}, ModeRouter, 0.8, base, nil, &endObs{coverage: math.NaN(), sections: math.NaN()})
+	if fs := r.FalseSwitches; fs.Count != 1 || fs.Routed != 3 {
+		t.Errorf("false switches = %+v, want 1 of 3", fs)
+	}
+}

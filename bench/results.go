@@ -57,6 +57,9 @@ type SessionResult struct {
 	FallbackThreshold Num `json:"fallback_threshold"`
 	FallbackError     Num `json:"fallback_error"`
 	PrefixStability   Num `json:"prefix_stability"`
+	// FalseSwitches: on S_base (one task), the routed calls sent to
+	// another task than the first routed call's.
+	FalseSwitches FalseSwitches `json:"false_switches"`
 	// PostSwitch: the same focus-call means over the post-switch calls only.
 	PostSwitch PostSwitch `json:"post_switch"`
 	// CompactionCoverage: of the compaction call ending S_switch, as the
@@ -151,6 +154,13 @@ func sessionResult(sess *Session, mode string, threshold float64, base, sw []cal
 	r.FocusRecall, r.Contamination, r.TokensRatio = mean(all.recall), mean(all.contam), mean(all.ratio)
 	r.TokensVsBase, r.ForwardedTokens = mean(all.vsBase), mean(toks)
 	r.FocusRecallBase, r.ContaminationBase = mean(recallB), mean(contamB)
+	routedB := make([]string, len(base))
+	for i, o := range base {
+		if o.fallback == "" || o.fallback == "none" {
+			routedB[i] = o.task
+		}
+	}
+	r.FalseSwitches = CountFalseSwitches(routedB)
 	r.PostSwitch = PostSwitch{FocusCalls: len(post.recall), FocusRecall: mean(post.recall), Contamination: mean(post.contam),
 		TokensRatio: mean(post.ratio), TokensVsBase: mean(post.vsBase)}
 
@@ -237,6 +247,8 @@ type Metrics struct {
 	PrefixStabilityCI [2]Num `json:"prefix_stability_ci"`
 	OverheadP50       Num    `json:"overhead_ms_p50"`
 	OverheadP95       Num    `json:"overhead_ms_p95"`
+	// FalseSwitches: pooled over sessions (see SessionResult).
+	FalseSwitches FalseSwitches `json:"false_switches"`
 	// PostSwitch: recall, contamination and tokens over the post-switch
 	// focus calls only (see PostSwitch), over the sessions that have some.
 	PostSwitch           PostSwitchMetrics `json:"post_switch"`
@@ -352,6 +364,7 @@ func metricsOf(rs []*SessionResult) Metrics {
 	m.FallbackThreshold, _ = ci(func(r *SessionResult) Num { return r.FallbackThreshold })
 	m.FallbackError, _ = ci(func(r *SessionResult) Num { return r.FallbackError })
 	m.PrefixStability, m.PrefixStabilityCI = ci(func(r *SessionResult) Num { return r.PrefixStability })
+	m.FalseSwitches = falseSwitchesOf(rs)
 	p := &m.PostSwitch
 	for _, r := range rs {
 		if r.PostSwitch.FocusCalls > 0 {

@@ -303,3 +303,34 @@ func TestSessionFalseSwitches(t *testing.T) {
 		t.Errorf("false switches = %+v, want 1 of 3", fs)
 	}
 }
+
+func TestParseClassifier(t *testing.T) {
+	for _, tc := range []struct {
+		h                       string
+		calls, errs, prompt, cp int
+		ms                      float64
+	}{
+		{"", 0, 0, 0, 0, 0},
+		{"1 0 250 8 1.500", 1, 0, 250, 8, 1.5},
+		{"2 1 500 8 3.000", 2, 1, 500, 8, 3},
+		{"1 0 250 8", 0, 0, 0, 0, 0},       // a field short
+		{"1 0 -3 8 1.0", 0, 0, 0, 0, 0},    // negative tokens
+		{"1 0 250 8 NaN", 0, 0, 0, 0, 0},   // no time
+		{"x 0 250 8 1.0", 0, 0, 0, 0, 0},   // not a number
+		{"1 0 250 8 1.0 9", 0, 0, 0, 0, 0}, // a field too many
+	} {
+		c := parseClassifier(tc.h)
+		if c.Calls != tc.calls || c.Errors != tc.errs || c.PromptTokens != tc.prompt || c.CompletionTokens != tc.cp || float64(c.Ms) != tc.ms {
+			t.Errorf("%q: %+v", tc.h, c)
+		}
+		if (c.Calls == 0) != math.IsNaN(float64(c.MsPerCall)) {
+			t.Errorf("%q: ms per call %v with %d calls", tc.h, c.MsPerCall, c.Calls)
+		}
+	}
+	var sum Classifier
+	sum.add(parseClassifier("1 0 250 8 1.5"))
+	sum.add(parseClassifier("3 1 750 24 4.5"))
+	if sum.Calls != 4 || sum.Errors != 1 || sum.PromptTokens != 1000 || sum.CompletionTokens != 32 || sum.Ms != 6 || sum.MsPerCall != 1.5 {
+		t.Errorf("sum: %+v", sum)
+	}
+}

@@ -387,3 +387,52 @@ func t975(df int) float64 {
 	}
 	return 1.980
 }
+
+// FalseSwitches counts, on a single-task schedule (S_base), the routed
+// calls whose task differs from the task of the schedule's first routed
+// call: every one of them is a switch that did not happen.
+type FalseSwitches struct {
+	Count  int `json:"count"`
+	Routed int `json:"routed"` // routed calls (not a fallback), the rate's denominator
+	Rate   Num `json:"rate"`   // Count / Routed; null with no routed call
+}
+
+// CountFalseSwitches counts false switches in a single-task schedule's
+// decisions: tasks[i] is call i's routed task (X-RCM-Task), "" when the
+// call was not routed (a fallback or no decision).
+func CountFalseSwitches(tasks []string) FalseSwitches {
+	var fs FalseSwitches
+	first := ""
+	for _, t := range tasks {
+		if t == "" {
+			continue
+		}
+		fs.Routed++
+		if first == "" {
+			first = t
+		} else if t != first {
+			fs.Count++
+		}
+	}
+	fs.rate()
+	return fs
+}
+
+func (fs *FalseSwitches) rate() {
+	fs.Rate = Num(math.NaN())
+	if fs.Routed > 0 {
+		fs.Rate = Num(float64(fs.Count) / float64(fs.Routed))
+	}
+}
+
+// falseSwitchesOf pools sessions' false switches: counts summed, the rate
+// over the summed routed calls.
+func falseSwitchesOf(rs []*SessionResult) FalseSwitches {
+	var fs FalseSwitches
+	for _, r := range rs {
+		fs.Count += r.FalseSwitches.Count
+		fs.Routed += r.FalseSwitches.Routed
+	}
+	fs.rate()
+	return fs
+}

@@ -244,3 +244,93 @@ func TestNumJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestCountFalseSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		tasks         []string
+		count, routed int
+		rate          float64 // NaN: none routed
+	}{
+		{"none", nil, 0, 0, math.NaN()},
+		{"all fallbacks", []string{"", "", ""}, 0, 0, math.NaN()},
+		{"steady", []string{"t1", "t1", "t1", "t1"}, 0, 4, 0},
+		{"one away and back", []string{"t1", "t2", "t1", "t1"}, 1, 4, 0.25},
+		{"stays away", []string{"t1", "t2", "t2", "t2"}, 3, 4, 0.75},
+		{"first routed after fallbacks", []string{"", "", "t3", "t3", "t1"}, 1, 3, 1.0 / 3},
+		{"fallbacks not counted", []string{"t1", "", "t2", "", "t1"}, 1, 3, 1.0 / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := CountFalseSwitches(tc.tasks)
+			if fs.Count != tc.count || fs.Routed != tc.routed {
+				t.Errorf("count, routed = %d, %d; want %d, %d", fs.Count, fs.Routed, tc.count, tc.routed)
+			}
+			if r := float64(fs.Rate); math.IsNaN(r) != math.IsNaN(tc.rate) || !math.IsNaN(r) && math.Abs(r-tc.rate) > 1e-12 {
+				t.Errorf("rate = %v, want %v", r, tc.rate)
+			}
+		})
+	}
+}
+
+func TestFalseSwitchesPooled(t *testing.T) {
+	rs := []*SessionResult{
+		{FalseSwitches: CountFalseSwitches([]string{"a", "b", "a"})},
+		{FalseSwitches: CountFalseSwitches([]string{"x", "x", "x", "x", "x"})},
+		{FalseSwitches: CountFalseSwitches([]string{"", ""})},
+	}
+	fs := falseSwitchesOf(rs)
+	if fs.Count != 1 || fs.Routed != 8 || fs.Rate != Num(1.0/8) {
+		t.Errorf("pooled = %+v, want 1 of 8 (0.125)", fs)
+	}
+	if s := fs.String(); s != "0.125 (1/8)" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+// A session's false switches come from its S_base calls' routed tasks;
+// fallbacks (threshold, error, side calls) are not routed.
+func TestSessionFalseSwitches(t *testing.T) {
+	base := []callObs{
+		{task: "t1", fallback: "none"},
+		{task: "t1", fallback: "threshold"},
+		{task: "t2", fallback: "none"},
+		{task: "", fallback: "side-call"},
+		{task: "t2", fallback: "error"},
+		{task: "t1", fallback: "none"},
+	}
+	r := sessionResult(&Session{ID: "s"}, ModeRouter, 0.8, base, nil, &endObs{coverage: math.NaN(), sections: math.NaN()})
+	if fs := r.FalseSwitches; fs.Count != 1 || fs.Routed != 3 {
+		t.Errorf("false switches = %+v, want 1 of 3", fs)
+	}
+}
+
+func TestParseClassifier(t *testing.T) {
+	for _, tc := range []struct {
+		h                       string
+		calls, errs, prompt, cp int
+		ms                      float64
+	}{
+		{"", 0, 0, 0, 0, 0},
+		{"1 0 250 8 1.500", 1, 0, 250, 8, 1.5},
+		{"2 1 500 8 3.000", 2, 1, 500, 8, 3},
+		{"1 0 250 8", 0, 0, 0, 0, 0},       // a field short
+		{"1 0 -3 8 1.0", 0, 0, 0, 0, 0},    // negative tokens
+		{"1 0 250 8 NaN", 0, 0, 0, 0, 0},   // no time
+		{"x 0 250 8 1.0", 0, 0, 0, 0, 0},   // not a number
+		{"1 0 250 8 1.0 9", 0, 0, 0, 0, 0}, // a field too many
+	} {
+		c := parseClassifier(tc.h)
+		if c.Calls != tc.calls || c.Errors != tc.errs || c.PromptTokens != tc.prompt || c.CompletionTokens != tc.cp || float64(c.Ms) != tc.ms {
+			t.Errorf("%q: %+v", tc.h, c)
+		}
+		if (c.Calls == 0) != math.IsNaN(float64(c.MsPerCall)) {
+			t.Errorf("%q: ms per call %v with %d calls", tc.h, c.MsPerCall, c.Calls)
+		}
+	}
+	var sum Classifier
+	sum.add(parseClassifier("1 0 250 8 1.5"))
+	sum.add(parseClassifier("3 1 750 24 4.5"))
+	if sum.Calls != 4 || sum.Errors != 1 || sum.PromptTokens != 1000 || sum.CompletionTokens != 32 || sum.Ms != 6 || sum.MsPerCall != 1.5 {
+		t.Errorf("sum: %+v", sum)
+	}
+}

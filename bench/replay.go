@@ -452,6 +452,7 @@ type callObs struct {
 	prefix        float64 // vs the previous call; NaN for the first
 	overhead      float64 // ms; NaN when not measured
 	cost          CallCost
+	classifier    Classifier // X-RCM-Router-Calls
 }
 
 // endObs is what the end of an S_switch replay showed: the compaction
@@ -461,8 +462,20 @@ type endObs struct {
 	recordBytes        []float64 // rendered bytes of the focus record per focus turn
 }
 
+// ClassifierRule is the scripted upstream's answer to the router's model
+// classifier (proxy.Config.RouterModel pointed at it): an abstention, task
+// t1 at confidence 0. The classifier is asked only about calls the cheap
+// signals leave below the threshold, so they stay fallbacks: a replay with
+// it measures the classifier's cost, not what a real model would decide.
+var ClassifierRule = scripted.Rule{
+	When:  scripted.Match{System: "You route the requests of a coding agent's session to tasks"},
+	Reply: scripted.Reply{Text: `{"task": "t1", "confidence": 0}`},
+}
+
 // unit replays both schedules of one session in one mode and threshold.
 func (r *runner) unit(ctx context.Context, u unit) (*SessionResult, error) {
+	// The classifier's calls carry no session: forget them as units end.
+	defer r.opts.Upstream.Take("")
 	p := r.plans[u.session]
 	obs := map[Schedule][]callObs{}
 	var end *endObs
@@ -525,6 +538,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
 			prefix: nan(), overhead: nan(),
 		}
+		o.classifier = parseClassifier(resp.Get("X-RCM-Router-Calls"))
 		o.postSwitch = o.focus && switched
 		switched = switched || !o.focus
 		if o.task != "" {

@@ -137,6 +137,12 @@ func TestReplayStandIn(t *testing.T) {
 	if routed.RoutingAccuracy != 1 || routed.Routed != 1 || len(routed.Calibration) != 1 || math.Abs(float64(routed.ECE)-0.1) > 1e-9 {
 		t.Errorf("router stand-in: routing %v, routed %v, calibration %+v, ECE %v", routed.RoutingAccuracy, routed.Routed, routed.Calibration, routed.ECE)
 	}
+	if fs := routed.FalseSwitches; fs.Count != 0 || fs.Routed == 0 || fs.Rate != 0 {
+		t.Errorf("router stand-in false switches: %+v, want none over some routed S_base calls", fs)
+	}
+	if fs := native.FalseSwitches; fs.Routed != 0 || !math.IsNaN(float64(fs.Rate)) {
+		t.Errorf("native false switches: %+v, want no routed calls", fs)
+	}
 	if !(routed.PrefixStability < native.PrefixStability) {
 		t.Errorf("prefix stability: router %v, native %v", routed.PrefixStability, native.PrefixStability)
 	}
@@ -175,7 +181,7 @@ func checkOutputs(t *testing.T, dir string) map[string]any {
 	for _, row := range rows {
 		obj := row.(map[string]any)
 		for _, k := range []string{"mode", "threshold", "n", "focus_recall", "contamination", "tokens_ratio", "routing_accuracy",
-			"fallback_rate", "prefix_stability", "overhead_ms_p50", "focus_recall_ci", "near", "far",
+			"fallback_rate", "false_switches", "prefix_stability", "overhead_ms_p50", "focus_recall_ci", "near", "far",
 			"compaction_coverage", "compaction_sections", "record_bytes"} {
 			if _, ok := obj[k]; !ok {
 				t.Errorf("results.json: %v: no %q", obj["mode"], k)

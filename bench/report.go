@@ -49,17 +49,22 @@ func (r *Results) Write(dir string) error {
 // WriteTable prints the summary table: one row per mode and threshold.
 func (r *Results) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\tpost-switch recall\tpost-switch tokens\trouting acc\tECE\tfallback\tprefix\tcompaction cov\trecord bytes\toverhead p50 ms\t")
+	fmt.Fprintln(tw, "mode\tthreshold\tsessions\trecall\trecall base\tcontamination\ttokens ratio\tpost-switch recall\tpost-switch tokens\trouting acc\tECE\tfallback\tfalse switches\tprefix\tcompaction cov\trecord bytes\toverhead p50 ms\tclassifier calls\t")
 	for _, s := range r.Summaries {
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Mode, s.Threshold, s.N,
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Mode, s.Threshold, s.N,
 			f3(s.FocusRecall), f3(s.FocusRecallBase), f3(s.Contamination), f3(s.TokensRatio),
 			f3(s.PostSwitch.FocusRecall), f3(s.PostSwitch.TokensRatio),
-			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), f3(s.PrefixStability),
-			f3(s.CompactionCoverage), format(s.RecordBytes.Mean, 0), f2(s.OverheadP50))
+			f3(s.RoutingAccuracy), f3(s.ECE), f3(s.FallbackRate), s.FalseSwitches.String(), f3(s.PrefixStability),
+			f3(s.CompactionCoverage), format(s.RecordBytes.Mean, 0), f2(s.OverheadP50), s.Classifier.Calls)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ncost with prompt caching (input tokens, cached at %g x):\n", r.CachePrice)
 	r.writeCostTable(w, false)
+}
+
+// String is the rate with the count over the routed calls: "0.050 (2/40)".
+func (fs FalseSwitches) String() string {
+	return fmt.Sprintf("%s (%d/%d)", f3(fs.Rate), fs.Count, fs.Routed)
 }
 
 func f3(n Num) string { return format(n, 3) }
@@ -122,6 +127,12 @@ with their 95% Student-t interval over sessions in brackets. Per call:
   true tasks one-to-one by decreasing co-occurrence in the session; calls without a decision
   count as wrong. *ECE*: expected calibration error of X-RCM-Confidence over 10 bins.
 - **fallback**: share of S_switch calls answered with X-RCM-Fallback threshold or error.
+- **false switches**: on S_base (the focus task alone), routed calls whose X-RCM-Task differs
+  from the first routed call's, over the routed S_base calls (pooled over sessions).
+- **classifier** (--router-model): calls of the router's model classifier, their tokens
+  (prompt + completion) and time per call, over both schedules (X-RCM-Router-Calls). The
+  scripted upstream answers it with an abstention (t1 at confidence 0): those calls stay
+  fallbacks, but labelled t1, which moves routing acc and ECE of those rows.
 - **prefix**: longest common prefix of consecutive forwarded messages arrays over the later
   one's length (what a provider's prompt cache can reuse), S_switch.
 - **overhead**: round trip through the proxy minus a direct round trip to the upstream with
@@ -140,14 +151,22 @@ with their 95% Student-t interval over sessions in brackets. Per call:
 	fmt.Fprintf(w, "![recall and tokens by mode](%s)\n\n![threshold sweep](%s)\n\n", ModesSVG, SweepSVG)
 	fmt.Fprintln(w, "## All sessions")
 	fmt.Fprintln(w)
-	mdHeader(w, "mode", "threshold:", "n:", "recall", "recall base:", "contamination", "tokens ratio", "vs base:", "tokens/call:", "routing acc", "routed:", "ECE:", "fallback (thr / err)", "prefix", "overhead p50 / p95 ms")
+	mdHeader(w, "mode", "threshold:", "n:", "recall", "recall base:", "contamination", "tokens ratio", "vs base:", "tokens/call:", "routing acc", "routed:", "ECE:", "fallback (thr / err)", "false switches", "prefix", "overhead p50 / p95 ms")
 	for _, s := range r.Summaries {
-		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s / %s |\n",
+		fmt.Fprintf(w, "| %s | %.2f | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s / %s) | %s | %s | %s / %s |\n",
 			s.Mode, s.Threshold, s.N, withCI(s.FocusRecall, s.FocusRecallCI), f3(s.FocusRecallBase),
 			withCI(s.Contamination, s.ContaminationCI), withCI(s.TokensRatio, s.TokensRatioCI), f3(s.TokensVsBase),
 			format(s.ForwardedTokens, 0), withCI(s.RoutingAccuracy, s.RoutingAccuracyCI), f3(s.Routed), f3(s.ECE),
-			f3(s.FallbackRate), f3(s.FallbackThreshold), f3(s.FallbackError),
+			f3(s.FallbackRate), f3(s.FallbackThreshold), f3(s.FallbackError), s.FalseSwitches.String(),
 			withCI(s.PrefixStability, s.PrefixStabilityCI), f2(s.OverheadP50), f2(s.OverheadP95))
+	}
+	fmt.Fprintln(w, "\n## Router model classifier")
+	fmt.Fprintln(w)
+	mdHeader(w, "mode", "threshold:", "calls:", "errors:", "prompt tokens:", "completion tokens:", "ms:", "ms per call:")
+	for _, s := range r.Summaries {
+		c := s.Classifier
+		fmt.Fprintf(w, "| %s | %.2f | %d | %d | %d | %d | %s | %s |\n", s.Mode, s.Threshold, c.Calls, c.Errors,
+			c.PromptTokens, c.CompletionTokens, f2(c.Ms), f2(c.MsPerCall))
 	}
 	fmt.Fprintln(w, "\n## Post-switch focus calls")
 	fmt.Fprintln(w)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Num is a metric value; NaN (not measured, nothing to measure) is written
@@ -57,6 +58,9 @@ type SessionResult struct {
 	FallbackThreshold Num `json:"fallback_threshold"`
 	FallbackError     Num `json:"fallback_error"`
 	PrefixStability   Num `json:"prefix_stability"`
+	// FalseSwitches: on S_base (one task), the routed calls sent to
+	// another task than the first routed call's.
+	FalseSwitches FalseSwitches `json:"false_switches"`
 	// PostSwitch: the same focus-call means over the post-switch calls only.
 	PostSwitch PostSwitch `json:"post_switch"`
 	// CompactionCoverage: of the compaction call ending S_switch, as the
@@ -73,8 +77,73 @@ type SessionResult struct {
 	CostBase   Cost `json:"cost_base"`
 	CostSwitch Cost `json:"cost_switch"`
 
+	// Classifier: the router's model classifier over both schedules.
+	Classifier Classifier `json:"classifier"`
+
 	decisions []Decision
 	overhead  []float64 // ms, every call of both schedules
+}
+
+// Classifier is what the router's model classifier (--router-model) cost,
+// summed from the X-RCM-Router-Calls header of every replayed call: its
+// calls, failed ones, tokens and time.
+type Classifier struct {
+	Calls            int `json:"calls"`
+	Errors           int `json:"errors"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	Ms               Num `json:"ms"`
+	MsPerCall        Num `json:"ms_per_call"` // null without calls
+}
+
+// parseClassifier reads X-RCM-Router-Calls ("calls errors prompt
+// completion ms"); an absent or malformed header is no classifier call.
+func parseClassifier(h string) Classifier {
+	c := Classifier{MsPerCall: Num(math.NaN())}
+	f := strings.Fields(h)
+	if len(f) != 5 {
+		return c
+	}
+	var n [4]int
+	for i := range n {
+		v, err := strconv.Atoi(f[i])
+		if err != nil || v < 0 {
+			return c
+		}
+		n[i] = v
+	}
+	ms, err := strconv.ParseFloat(f[4], 64)
+	if err != nil || !(ms >= 0) {
+		return c
+	}
+	c.Calls, c.Errors, c.PromptTokens, c.CompletionTokens, c.Ms = n[0], n[1], n[2], n[3], Num(ms)
+	c.perCall()
+	return c
+}
+
+func (c *Classifier) add(o Classifier) {
+	c.Calls += o.Calls
+	c.Errors += o.Errors
+	c.PromptTokens += o.PromptTokens
+	c.CompletionTokens += o.CompletionTokens
+	c.Ms += o.Ms
+	c.perCall()
+}
+
+func (c *Classifier) perCall() {
+	c.MsPerCall = Num(math.NaN())
+	if c.Calls > 0 {
+		c.MsPerCall = c.Ms / Num(c.Calls)
+	}
+}
+
+// classifierOf sums sessions' classifier costs.
+func classifierOf(rs []*SessionResult) Classifier {
+	c := Classifier{MsPerCall: Num(math.NaN())}
+	for _, r := range rs {
+		c.add(r.Classifier)
+	}
+	return c
 }
 
 // PostSwitch is a session's focus calls of S_switch that come after
@@ -151,6 +220,13 @@ func sessionResult(sess *Session, mode string, threshold float64, base, sw []cal
 	r.FocusRecall, r.Contamination, r.TokensRatio = mean(all.recall), mean(all.contam), mean(all.ratio)
 	r.TokensVsBase, r.ForwardedTokens = mean(all.vsBase), mean(toks)
 	r.FocusRecallBase, r.ContaminationBase = mean(recallB), mean(contamB)
+	routedB := make([]string, len(base))
+	for i, o := range base {
+		if o.fallback == "" || o.fallback == "none" {
+			routedB[i] = o.task
+		}
+	}
+	r.FalseSwitches = CountFalseSwitches(routedB)
 	r.PostSwitch = PostSwitch{FocusCalls: len(post.recall), FocusRecall: mean(post.recall), Contamination: mean(post.contam),
 		TokensRatio: mean(post.ratio), TokensVsBase: mean(post.vsBase)}
 
@@ -192,7 +268,9 @@ func sessionResult(sess *Session, mode string, threshold float64, base, sw []cal
 		// Calls without a decision count as misrouted.
 		r.RoutingAccuracy = Num(float64(correct) / n)
 	}
+	r.Classifier.perCall()
 	for _, o := range slices.Concat(base, sw) {
+		r.Classifier.add(o.classifier)
 		if !math.IsNaN(o.overhead) {
 			r.overhead = append(r.overhead, o.overhead)
 		}
@@ -237,6 +315,10 @@ type Metrics struct {
 	PrefixStabilityCI [2]Num `json:"prefix_stability_ci"`
 	OverheadP50       Num    `json:"overhead_ms_p50"`
 	OverheadP95       Num    `json:"overhead_ms_p95"`
+	// FalseSwitches: pooled over sessions (see SessionResult).
+	FalseSwitches FalseSwitches `json:"false_switches"`
+	// Classifier: summed over sessions (see SessionResult).
+	Classifier Classifier `json:"classifier"`
 	// PostSwitch: recall, contamination and tokens over the post-switch
 	// focus calls only (see PostSwitch), over the sessions that have some.
 	PostSwitch           PostSwitchMetrics `json:"post_switch"`
@@ -352,6 +434,8 @@ func metricsOf(rs []*SessionResult) Metrics {
 	m.FallbackThreshold, _ = ci(func(r *SessionResult) Num { return r.FallbackThreshold })
 	m.FallbackError, _ = ci(func(r *SessionResult) Num { return r.FallbackError })
 	m.PrefixStability, m.PrefixStabilityCI = ci(func(r *SessionResult) Num { return r.PrefixStability })
+	m.FalseSwitches = falseSwitchesOf(rs)
+	m.Classifier = classifierOf(rs)
 	p := &m.PostSwitch
 	for _, r := range rs {
 		if r.PostSwitch.FocusCalls > 0 {

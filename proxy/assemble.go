@@ -192,6 +192,11 @@ func (a *assembly) setHeaders(h http.Header) {
 	h.Set(HeaderFallback, a.fallback)
 	setInt(h, HeaderTokensIn, a.tokensIn)
 	setInt(h, HeaderTokensOut, a.tokensOut)
+	if a.plan != nil && a.plan.Usage.Calls > 0 {
+		u := a.plan.Usage
+		h.Set(HeaderRouterCalls, strconv.Itoa(u.Calls)+" "+strconv.Itoa(u.Errors)+" "+strconv.Itoa(u.PromptTokens)+" "+strconv.Itoa(u.CompletionTokens)+" "+
+			strconv.FormatFloat(float64(u.Latency)/float64(time.Millisecond), 'f', 3, 64))
+	}
 }
 
 // response returns the writer that receives a copy of the upstream answer.

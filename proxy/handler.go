@@ -29,6 +29,11 @@ const (
 	HeaderTokensIn   = "X-RCM-Tokens-In"
 	HeaderTokensOut  = "X-RCM-Tokens-Out"
 	HeaderThreshold  = "X-RCM-Threshold"
+	// HeaderRouterCalls: what the router's model classifier cost on this
+	// call, "calls errors prompt-tokens completion-tokens milliseconds"
+	// (rcm bench replay reports it); absent
+	// when it was not asked.
+	HeaderRouterCalls = "X-RCM-Router-Calls"
 )
 
 // Fallback values of X-RCM-Fallback.

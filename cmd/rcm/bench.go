@@ -69,6 +69,7 @@ type replayConfig struct {
 	cachePrice         float64
 	layout             string
 	returns            string
+	routerModel        string
 }
 
 func replayOptions(c *replayConfig) []option {
@@ -87,6 +88,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "cache-price", env: "RCM_BENCH_CACHE_PRICE", help: "price of a cached input token relative to an uncached one, in the cost with prompt caching (default 0.1)", set: floatOpt(&c.cachePrice)},
 		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
 		{flag: "returns", env: "RCM_BENCH_RETURNS", help: "how the shared layout's returning requests name their task: title (quote the issue's title) or untitled (\"that issue\") (default title)", set: stringOpt(&c.returns)},
+		{flag: "router-model", env: "RCM_BENCH_ROUTER_MODEL", help: "give the proxy's router this model classifier, answered by the scripted upstream (it abstains), and report its calls, tokens and time (default: none)", set: stringOpt(&c.routerModel)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
 }
@@ -135,7 +137,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 
 	// The scripted upstream and the proxy, each on its own loopback port,
 	// live as long as the replay.
-	up := scripted.New(scripted.Script{Models: []string{"bench"}})
+	up := scripted.New(scripted.Script{Models: []string{"bench"}, Rules: []scripted.Rule{replaybench.ClassifierRule}})
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -162,7 +164,11 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 		return err
 	}
 	defer logf.Close()
-	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: upURL, AnthropicUpstream: strings.TrimSuffix(upURL, "/v1"), DB: db, Mode: proxy.Native}, logf, slog.LevelWarn, nil, stderr)
+	cfg := proxy.Config{Upstream: upURL, AnthropicUpstream: strings.TrimSuffix(upURL, "/v1"), DB: db, Mode: proxy.Native}
+	if c.routerModel != "" {
+		cfg.RouterModel, cfg.RouterBaseURL = c.routerModel, upURL
+	}
+	proxyURL, stopProxy, err := startProxy(cfg, logf, slog.LevelWarn, nil, stderr)
 	if err != nil {
 		return err
 	}

@@ -222,3 +222,46 @@ func TestBenchReplayDemo(t *testing.T) {
 		t.Fatalf("output:\n%s", table)
 	}
 }
+
+// TestBenchReplayRouterModel: with --router-model the proxy's router asks
+// the classifier, answered by the scripted upstream, about the calls the
+// cheap signals leave below the threshold (1.0: nearly all), and the
+// replay reports its calls, tokens and time; without it, none.
+func TestBenchReplayRouterModel(t *testing.T) {
+	run := func(t *testing.T, args ...string) map[string]any {
+		out := filepath.Join(t.TempDir(), "out")
+		args = append([]string{"--spec", "../../bench/testdata/replay_small.json", "--modes", "router", "--thresholds", "1.0", "--overhead", "false", "--out", out}, args...)
+		log, _ := os.Create(filepath.Join(t.TempDir(), "log"))
+		defer log.Close()
+		if err := replay(context.Background(), args, log, log); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(out, replaybench.ResultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Results []struct {
+				Classifier map[string]any `json:"classifier"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || len(res.Results) != 1 {
+			t.Fatalf("results.json: %v, %d rows", err, len(res.Results))
+		}
+		return res.Results[0].Classifier
+	}
+	t.Run("with", func(t *testing.T) {
+		t.Setenv("RCM_BENCH_ROUTER_MODEL", "scripted-classifier") // the environment twin
+		c := run(t)
+		if !(c["calls"].(float64) > 0) || c["errors"].(float64) != 0 || !(c["prompt_tokens"].(float64) > 0) ||
+			!(c["completion_tokens"].(float64) > 0) || !(c["ms"].(float64) > 0) || c["ms_per_call"] == nil {
+			t.Errorf("classifier: %v; want calls without errors, tokens and time", c)
+		}
+	})
+	t.Run("without", func(t *testing.T) {
+		c := run(t)
+		if c["calls"].(float64) != 0 || c["prompt_tokens"].(float64) != 0 || c["ms"].(float64) != 0 || c["ms_per_call"] != nil {
+			t.Errorf("classifier: %v; want none", c)
+		}
+	})
+}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -107,8 +106,6 @@ func (f *claudeFixture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case strings.Contains(string(body), "summary") && strings.Contains(prompt, "summary"):
-		text = "<summary>Fix the fixture.</summary>"
 	case strings.HasPrefix(prompt, "Submit:"):
 		if !sawResult {
 			tool = &claudeTool{"Bash", map[string]any{"command": "cd " + dir + " && go test ./... ; echo SUBMIT-DONE", "description": "Run the tests"}}
@@ -178,15 +175,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		out, err := exec.Command("go", "env", v).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(v, strings.TrimSpace(string(out)))
-	}
-	t.Setenv("GOTOOLCHAIN", "local")
-	t.Setenv("GOFLAGS", "")
+	shareGoCache(t)
 	repos := fixtureRepos(t)
 	up := &claudeFixture{sessions: map[string]bool{}}
 	srv := httptest.NewServer(up)
@@ -200,6 +189,11 @@ func TestBenchRunClaudeCode(t *testing.T) {
 		t.Fatalf("bench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	t.Logf("bench run in %v: %s", time.Since(start).Round(time.Millisecond), stdout.String())
+	defer func() {
+		if t.Failed() {
+			t.Logf("stderr:\n%s", stderr.String())
+		}
+	}()
 	runs, err := runbench.ReadRuns(filepath.Join(out, runbench.RunsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +213,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 		if r.Calls < 5 || r.UsageCalls != r.Calls || r.PromptTokens <= 0 {
 			t.Errorf("run %s: accounting %+v, want every call counted with usage", r.Key, r.Usage)
 		}
+		t.Logf("run %s: %d calls, %d of %d requests answered", r.Key, r.Calls, r.Answered, r.Requests)
 		patch, err := os.ReadFile(filepath.Join(out, "patches", strings.NewReplacer("|", "_", "/", "_").Replace(r.Key)+".diff"))
 		if err != nil {
 			t.Fatal(err)

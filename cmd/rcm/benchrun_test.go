@@ -45,6 +45,21 @@ func fixtureRepos(t *testing.T) string {
 	return dir
 }
 
+// shareGoCache makes an agent's go test share this machine's build cache
+// (harnesses run with a private HOME) and never download a toolchain.
+func shareGoCache(t *testing.T) {
+	t.Helper()
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, strings.TrimSpace(string(out)))
+	}
+	t.Setenv("GOTOOLCHAIN", "local")
+	t.Setenv("GOFLAGS", "")
+}
+
 func scriptedUpstream(t *testing.T, name string) string {
 	t.Helper()
 	s, err := scripted.LoadScriptFile(filepath.Join(fixture, name))
@@ -117,17 +132,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	// The agent's go test shares this machine's build cache (OpenCode runs
-	// with a private HOME) and never downloads a toolchain.
-	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		out, err := exec.Command("go", "env", v).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(v, strings.TrimSpace(string(out)))
-	}
-	t.Setenv("GOTOOLCHAIN", "local")
-	t.Setenv("GOFLAGS", "")
+	shareGoCache(t)
 	repos := fixtureRepos(t)
 	spec := filepath.Join(fixture, "spec.json")
 

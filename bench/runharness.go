@@ -188,6 +188,9 @@ type ClaudeCode struct {
 	Proxy string // rcm's root URL
 	Model string // the model id Claude Code asks for
 	Key   string // the upstream key Claude Code sends; rcm's own when empty
+	// Context is the window past which Claude Code compacts
+	// (--autocompact); its own default when 0.
+	Context int
 }
 
 // Name implements Harness.
@@ -201,7 +204,7 @@ func (c *ClaudeCode) Open(ctx context.Context, arm Arm, dir, title string) (Agen
 	if err != nil {
 		return nil, err
 	}
-	return &claudeAgent{s: &claudecode.Session{Bin: c.Bin, Dir: dir, Env: env, Model: c.Model, ID: id}}, nil
+	return &claudeAgent{s: &claudecode.Session{Bin: c.Bin, Dir: dir, Env: env, Model: c.Model, ID: id, AutoCompact: c.Context}}, nil
 }
 
 // Close implements Harness: every process ends with its turn.

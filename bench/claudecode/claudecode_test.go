@@ -81,7 +81,7 @@ func TestSessionPrompt(t *testing.T) {
 	}
 	log, result := filepath.Join(dir, "log"), filepath.Join(dir, "result.json")
 	work := t.TempDir()
-	s := &Session{Bin: bin, Dir: work, Env: []string{"PATH=" + os.Getenv("PATH"), "LOG=" + log, "RESULT=" + result}, Model: "m1", ID: NewID()}
+	s := &Session{Bin: bin, Dir: work, Env: []string{"PATH=" + os.Getenv("PATH"), "LOG=" + log, "RESULT=" + result}, Model: "m1", ID: NewID(), AutoCompact: 100000}
 	set := func(json string) {
 		if err := os.WriteFile(result, []byte(json), 0o644); err != nil {
 			t.Fatal(err)
@@ -111,10 +111,10 @@ func TestSessionPrompt(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	want := []string{
-		"-p --output-format json --dangerously-skip-permissions --model m1 --session-id " + s.ID, "-first: fix it", work,
-		"-p --output-format json --dangerously-skip-permissions --model m1 --resume " + s.ID, "/second", work,
-		"-p --output-format json --dangerously-skip-permissions --model m1 --resume " + s.ID, "third", work,
-		"-p --output-format json --dangerously-skip-permissions --model m1 --resume " + s.ID, "fourth", work,
+		"-p --output-format json --dangerously-skip-permissions --model m1 --autocompact 100000 --session-id " + s.ID, "-first: fix it", work,
+		"-p --output-format json --dangerously-skip-permissions --model m1 --autocompact 100000 --resume " + s.ID, "/second", work,
+		"-p --output-format json --dangerously-skip-permissions --model m1 --autocompact 100000 --resume " + s.ID, "third", work,
+		"-p --output-format json --dangerously-skip-permissions --model m1 --autocompact 100000 --resume " + s.ID, "fourth", work,
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("claude ran as\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,9 @@ type Session struct {
 	Env   []string // see Env
 	Model string   // the model id Claude Code asks for; its default when empty
 	ID    string   // a UUID (NewID)
+	// AutoCompact is the context window, in tokens, past which Claude Code
+	// compacts the conversation (--autocompact); its own default when 0.
+	AutoCompact int
 
 	started bool
 }
@@ -58,6 +62,9 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	args := []string{"-p", "--output-format", "json", "--dangerously-skip-permissions"}
 	if s.Model != "" {
 		args = append(args, "--model", s.Model)
+	}
+	if s.AutoCompact > 0 {
+		args = append(args, "--autocompact", strconv.Itoa(s.AutoCompact))
 	}
 	if s.started {
 		args = append(args, "--resume", s.ID)

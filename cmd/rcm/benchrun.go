@@ -51,7 +51,7 @@ func runOptions(c *runConfig) []option {
 		{flag: "budget", env: "RCM_BENCH_BUDGET", help: "time per request before a continuation (default 900s)", set: durationOpt(&c.budget)},
 		{flag: "continuations", env: "RCM_BENCH_CONTINUATIONS", help: "continuations after a request's budget runs out (default 3; 0 none)", set: intOpt(&c.continuations)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "runs at once (default 1)", set: intOpt(&c.concurrency)},
-		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000)", set: intOpt(&c.context)},
+		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000; for claude-code its --autocompact, Claude Code's own default when unset)", set: intOpt(&c.context)},
 		{flag: "verify-timeout", env: "RCM_BENCH_VERIFY_TIMEOUT", help: "time limit of a test command (default 30m)", set: durationOpt(&c.verifyTimeout)},
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default OUT/rcm.db)", set: stringOpt(&c.db)},
 		{flag: "keep", env: "RCM_BENCH_KEEP", help: "keep each run's checkouts under OUT/work: true or false (default false)", set: stringOpt(&c.keep)},
@@ -176,7 +176,7 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 
 	harnessDir := filepath.Join(out, "harness")
 	if claude {
-		opts.Harness = &runbench.ClaudeCode{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key}
+		opts.Harness = &runbench.ClaudeCode{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
 	} else {
 		oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{
 			Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,

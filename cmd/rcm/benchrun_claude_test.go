@@ -183,7 +183,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"--harness", "claude-code", "--spec", filepath.Join(fixture, "spec.json"), "--upstream", srv.URL, "--model", "fixture-model",
-		"--repos", repos, "--out", out, "--budget", "120s", "--continuations", "1", "--concurrency", "2"}
+		"--repos", repos, "--out", out, "--budget", "120s", "--continuations", "1", "--concurrency", "2", "--context", "200000"}
 	start := time.Now()
 	if err := benchRun(args, &stdout, &stderr); err != nil {
 		t.Fatalf("bench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())

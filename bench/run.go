@@ -354,14 +354,25 @@ func checkProxy(ctx context.Context, proxy string) error {
 // HTTP answer but 401 and 403 will do (not every endpoint lists models);
 // no answer, or a refused key, is an error saying so.
 func CheckUpstream(ctx context.Context, base, key string) error {
+	return checkUpstream(ctx, base, strings.TrimRight(base, "/")+"/models", "Authorization", "Bearer "+key, key)
+}
+
+// CheckMessagesUpstream is CheckUpstream for an Anthropic Messages base URL
+// (as ANTHROPIC_BASE_URL, without /v1): GET /v1/models with key as
+// x-api-key.
+func CheckMessagesUpstream(ctx context.Context, base, key string) error {
+	return checkUpstream(ctx, base, strings.TrimRight(base, "/")+"/v1/models", "X-Api-Key", key, key)
+}
+
+func checkUpstream(ctx context.Context, base, url, header, value, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/models", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("bench: upstream %q: %w", base, err)
 	}
 	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set(header, value)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

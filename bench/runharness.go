@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rcm-dev/rcm/bench/claudecode"
 	"github.com/rcm-dev/rcm/bench/opencode"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -169,6 +170,53 @@ func (a *openCodeAgent) ID() string { return a.id }
 func (a *openCodeAgent) Prompt(ctx context.Context, text string) error {
 	_, err := a.oc.srv.Prompt(ctx, a.id, a.dir, a.provider, a.oc.model, text)
 	var te *opencode.TurnError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%w: %v", ErrTurn, err)
+	}
+	return err
+}
+
+// ClaudeCode is the Harness for the real Claude Code client (`claude -p`):
+// one Claude Code session per schedule, each request one `claude -p` turn
+// in the checkout (--session-id, then --resume), with ANTHROPIC_BASE_URL at
+// the arm's mode (<proxy>/<mode>) and X-RCM-Threshold sent through
+// ANTHROPIC_CUSTOM_HEADERS. Each session gets a home of its own under Home,
+// so that concurrent runs never share Claude Code's state files.
+type ClaudeCode struct {
+	Bin   string // the claude binary (claudecode.Install)
+	Home  string // where the sessions' homes go
+	Proxy string // rcm's root URL
+	Model string // the model id Claude Code asks for
+	Key   string // the upstream key Claude Code sends; rcm's own when empty
+	// Context is the window past which Claude Code compacts
+	// (--autocompact); its own default when 0.
+	Context int
+}
+
+// Name implements Harness.
+func (c *ClaudeCode) Name() string { return "claude-code" }
+
+// Open implements Harness. title is not used: Claude Code's print mode
+// makes no title call and names sessions by id.
+func (c *ClaudeCode) Open(ctx context.Context, arm Arm, dir, title string) (Agent, error) {
+	id := claudecode.NewID()
+	env, err := claudecode.Env(filepath.Join(c.Home, id), strings.TrimRight(c.Proxy, "/")+"/"+arm.Mode, c.Key, thresholdHeader(arm))
+	if err != nil {
+		return nil, err
+	}
+	return &claudeAgent{s: &claudecode.Session{Bin: c.Bin, Dir: dir, Env: env, Model: c.Model, ID: id, AutoCompact: c.Context}}, nil
+}
+
+// Close implements Harness: every process ends with its turn.
+func (c *ClaudeCode) Close() error { return nil }
+
+type claudeAgent struct{ s *claudecode.Session }
+
+func (a *claudeAgent) ID() string { return a.s.ID }
+
+func (a *claudeAgent) Prompt(ctx context.Context, text string) error {
+	err := a.s.Prompt(ctx, text)
+	var te *claudecode.TurnError
 	if errors.As(err, &te) {
 		return fmt.Errorf("%w: %v", ErrTurn, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	runbench "github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/bench/claudecode"
 	"github.com/rcm-dev/rcm/bench/opencode"
 	"github.com/rcm-dev/rcm/bench/scripted"
 	"github.com/rcm-dev/rcm/proxy"
@@ -27,14 +28,14 @@ type runConfig struct {
 	spec, modes, thresholds, conditions, sessions string
 	repeats, continuations, concurrency, context  int64
 	out, upstream, key, model, repos, harness     string
-	opencodeBin, db, keep                         string
+	opencodeBin, claudeBin, db, keep              string
 	budget, verifyTimeout                         time.Duration
 }
 
 func runOptions(c *runConfig) []option {
 	return []option{
 		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file (bench/SPEC.md); required", set: stringOpt(&c.spec)},
-		{flag: "upstream", env: "RCM_UPSTREAM", help: "the model endpoint, an OpenAI-compatible base URL ending in /v1; required", set: stringOpt(&c.upstream)},
+		{flag: "upstream", env: "RCM_UPSTREAM", help: "the model endpoint, an OpenAI-compatible base URL ending in /v1 (for claude-code an Anthropic Messages base URL, without /v1); required", set: stringOpt(&c.upstream)},
 		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "the endpoint's API key (use the environment)", set: stringOpt(&c.key), secret: true},
 		{flag: "model", env: "RCM_BENCH_MODEL", help: "the upstream model id the harness asks for; required", set: stringOpt(&c.model)},
 		{flag: "repos", env: "RCM_BENCH_REPOS", help: "folder of local git clones, DIR/owner/name, DIR/name or DIR/owner__name; required", set: stringOpt(&c.repos)},
@@ -44,12 +45,13 @@ func runOptions(c *runConfig) []option {
 		{flag: "conditions", env: "RCM_BENCH_CONDITIONS", help: "comma-separated schedules: base, switch (default both)", set: stringOpt(&c.conditions)},
 		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "comma-separated session ids to run (default all)", set: stringOpt(&c.sessions)},
 		{flag: "repeats", env: "RCM_BENCH_REPEATS", help: "runs of each session, condition and arm (default 1)", set: intOpt(&c.repeats)},
-		{flag: "harness", env: "RCM_BENCH_HARNESS", help: "the agent to drive: opencode (default)", set: stringOpt(&c.harness)},
+		{flag: "harness", env: "RCM_BENCH_HARNESS", help: "the agent to drive: opencode (default) or claude-code", set: stringOpt(&c.harness)},
 		{flag: "opencode-bin", env: "RCM_OPENCODE_BIN", help: "an opencode binary to use instead of installing OpenCode " + opencode.Version + " from npm", set: stringOpt(&c.opencodeBin)},
+		{flag: "claude-bin", env: "RCM_CLAUDE_BIN", help: "a claude binary to use instead of installing Claude Code " + claudecode.Version + " from npm", set: stringOpt(&c.claudeBin)},
 		{flag: "budget", env: "RCM_BENCH_BUDGET", help: "time per request before a continuation (default 900s)", set: durationOpt(&c.budget)},
 		{flag: "continuations", env: "RCM_BENCH_CONTINUATIONS", help: "continuations after a request's budget runs out (default 3; 0 none)", set: intOpt(&c.continuations)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "runs at once (default 1)", set: intOpt(&c.concurrency)},
-		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000)", set: intOpt(&c.context)},
+		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000; for claude-code its --autocompact, Claude Code's own default when unset)", set: intOpt(&c.context)},
 		{flag: "verify-timeout", env: "RCM_BENCH_VERIFY_TIMEOUT", help: "time limit of a test command (default 30m)", set: durationOpt(&c.verifyTimeout)},
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default OUT/rcm.db)", set: stringOpt(&c.db)},
 		{flag: "keep", env: "RCM_BENCH_KEEP", help: "keep each run's checkouts under OUT/work: true or false (default false)", set: stringOpt(&c.keep)},
@@ -58,7 +60,7 @@ func runOptions(c *runConfig) []option {
 
 const runIntro = `Usage: rcm bench run --spec FILE --upstream URL --model ID --repos DIR [flags]
 
-Drives a real harness (OpenCode through 'opencode serve') through each session's S_base and S_switch
+Drives a real harness (OpenCode through 'opencode serve', or Claude Code through 'claude -p') through each session's S_base and S_switch
 schedules in each mode, through an in-process rcm proxy pointed at --upstream, scores the focus
 task's final patch with its tests, and appends one line per run to OUT/runs.jsonl (a rerun resumes).
 The API key comes from RCM_UPSTREAM_KEY. Every flag has an environment twin.`
@@ -79,8 +81,8 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("bench run: missing %s\n\n%s", strings.Join(missing, ", "), runIntro)
 	}
-	if c.harness != "opencode" {
-		return fmt.Errorf("bench run: --harness %q: only opencode is supported", c.harness)
+	if c.harness != "opencode" && c.harness != "claude-code" {
+		return fmt.Errorf("bench run: --harness %q: want opencode or claude-code", c.harness)
 	}
 	keep, err := strconv.ParseBool(c.keep)
 	if err != nil {
@@ -112,17 +114,33 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if _, err := repos.Commits(ctx, spec, nil); err != nil {
 		return err
 	}
-	if err := runbench.CheckUpstream(ctx, c.upstream, c.key); err != nil {
+	claude := c.harness == "claude-code"
+	check := runbench.CheckUpstream
+	if claude {
+		check = runbench.CheckMessagesUpstream
+	}
+	if err := check(ctx, c.upstream, c.key); err != nil {
 		return err
 	}
-	bin := c.opencodeBin
-	if bin == "" {
+	bin, binFlag := c.opencodeBin, "--opencode-bin"
+	if claude {
+		bin, binFlag = c.claudeBin, "--claude-bin"
+	}
+	switch {
+	case bin == "" && claude:
+		fmt.Fprintf(stderr, "installing Claude Code %s from npm (cached after the first time)\n", claudecode.Version)
+		if bin, err = claudecode.Install(ctx, ""); err != nil {
+			return fmt.Errorf("the harness cannot be installed: %w", err)
+		}
+	case bin == "":
 		fmt.Fprintf(stderr, "installing OpenCode %s from npm (cached after the first time)\n", opencode.Version)
 		if bin, err = opencode.Install(ctx, "", opencode.Version); err != nil {
 			return fmt.Errorf("the harness cannot be installed: %w", err)
 		}
-	} else if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("--opencode-bin: %w", err)
+	default:
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s: %w", binFlag, err)
+		}
 	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
@@ -144,7 +162,11 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer logf.Close()
 	var meter *runbench.Meter
-	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}, logf, slog.LevelInfo,
+	pcfg := proxy.Config{Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
+	if claude {
+		pcfg = proxy.Config{AnthropicUpstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
+	}
+	proxyURL, stopProxy, err := startProxy(pcfg, logf, slog.LevelInfo,
 		func(h http.Handler) http.Handler { meter = runbench.NewMeter(h); return meter }, stderr)
 	if err != nil {
 		return err
@@ -153,15 +175,19 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	opts.Proxy, opts.Meter, opts.Repos = proxyURL, meter, repos
 
 	harnessDir := filepath.Join(out, "harness")
-	oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{
-		Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,
-		Model: opencode.Model{ID: c.model, Context: int(c.context)}, Arms: opts.Arms(),
-	})
-	if err != nil {
-		return err
+	if claude {
+		opts.Harness = &runbench.ClaudeCode{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
+	} else {
+		oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{
+			Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,
+			Model: opencode.Model{ID: c.model, Context: int(c.context)}, Arms: opts.Arms(),
+		})
+		if err != nil {
+			return err
+		}
+		opts.Harness = oc
 	}
-	defer oc.Close()
-	opts.Harness = oc
+	defer opts.Harness.Close()
 
 	bar := runbench.NewBar(stderr, runbench.RunLabels)
 	opts.Progress = bar.Update

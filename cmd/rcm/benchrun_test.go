@@ -45,6 +45,21 @@ func fixtureRepos(t *testing.T) string {
 	return dir
 }
 
+// shareGoCache makes an agent's go test share this machine's build cache
+// (harnesses run with a private HOME) and never download a toolchain.
+func shareGoCache(t *testing.T) {
+	t.Helper()
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(v, strings.TrimSpace(string(out)))
+	}
+	t.Setenv("GOTOOLCHAIN", "local")
+	t.Setenv("GOFLAGS", "")
+}
+
 func scriptedUpstream(t *testing.T, name string) string {
 	t.Helper()
 	s, err := scripted.LoadScriptFile(filepath.Join(fixture, name))
@@ -80,6 +95,7 @@ func TestBenchRunSetupErrors(t *testing.T) {
 		{"unreachable upstream", []string{"--spec", spec, "--upstream", "http://127.0.0.1:9/v1", "--repos", repos}, "upstream http://127.0.0.1:9/v1 is unreachable"},
 		{"no harness binary", []string{"--spec", spec, "--upstream", up, "--repos", repos, "--opencode-bin", "/nonexistent/opencode"}, "--opencode-bin"},
 		{"unknown harness", []string{"--spec", spec, "--upstream", up, "--repos", repos, "--harness", "aider"}, `--harness "aider"`},
+		{"no claude binary", []string{"--spec", spec, "--upstream", strings.TrimSuffix(up, "/v1"), "--repos", repos, "--harness", "claude-code", "--claude-bin", "/nonexistent/claude"}, "--claude-bin"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,17 +132,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	// The agent's go test shares this machine's build cache (OpenCode runs
-	// with a private HOME) and never downloads a toolchain.
-	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		out, err := exec.Command("go", "env", v).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv(v, strings.TrimSpace(string(out)))
-	}
-	t.Setenv("GOTOOLCHAIN", "local")
-	t.Setenv("GOFLAGS", "")
+	shareGoCache(t)
 	repos := fixtureRepos(t)
 	spec := filepath.Join(fixture, "spec.json")
 

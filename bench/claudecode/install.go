@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rcm-dev/rcm/bench/npm"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,19 +46,19 @@ func Install(ctx context.Context, cacheDir string) (string, error) {
 	if works(ctx, bin) == nil {
 		return bin, nil
 	}
-	npm, err := exec.LookPath("npm")
+	npmBin, err := exec.LookPath("npm")
 	if err != nil {
 		return "", fmt.Errorf("claudecode: %w", ErrNoNPM)
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("claudecode: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", cacheDir,
+	cmd := exec.CommandContext(ctx, npmBin, "install", "--prefix", cacheDir,
 		"--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", pkg+"@"+Version)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil || unreachable(out.String()) {
+		if ctx.Err() != nil || npm.Unreachable(out.String()) {
 			return "", fmt.Errorf("claudecode: npm install %s@%s: %w: %s", pkg, Version, ErrUnreachable, clip(out.String()))
 		}
 		return "", fmt.Errorf("claudecode: npm install %s@%s: %w: %s", pkg, Version, err, clip(out.String()))
@@ -79,21 +80,6 @@ func works(ctx context.Context, bin string) error {
 		return fmt.Errorf("claudecode: %s reports version %q, want %s", bin, strings.TrimSpace(string(out)), Version)
 	}
 	return nil
-}
-
-// networkCodes are the npm error codes of a registry that cannot be reached.
-var networkCodes = []string{
-	"ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNRESET",
-	"EHOSTUNREACH", "ENETUNREACH", "ERR_SOCKET_TIMEOUT", "network request to",
-}
-
-func unreachable(out string) bool {
-	for _, c := range networkCodes {
-		if strings.Contains(out, c) {
-			return true
-		}
-	}
-	return false
 }
 
 func clip(s string) string {

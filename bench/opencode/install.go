@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rcm-dev/rcm/bench/npm"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func Install(ctx context.Context, cacheDir, version string) (string, error) {
 	if bin, ok := installed(cacheDir); ok {
 		return bin, nil
 	}
-	npm, err := exec.LookPath("npm")
+	npmBin, err := exec.LookPath("npm")
 	if err != nil {
 		return "", fmt.Errorf("opencode: %w", ErrNoNPM)
 	}
@@ -73,7 +74,7 @@ func Install(ctx context.Context, cacheDir, version string) (string, error) {
 		return "", fmt.Errorf("opencode: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := npmInstall(ctx, npm, tmp, version); err != nil {
+	if err := npmInstall(ctx, npmBin, tmp, version); err != nil {
 		return "", err
 	}
 	if err := verify(ctx, tmp, version); err != nil {
@@ -114,8 +115,8 @@ func installed(dir string) (string, bool) {
 	return bin, true
 }
 
-func npmInstall(ctx context.Context, npm, dir, version string) error {
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir,
+func npmInstall(ctx context.Context, npmBin, dir, version string) error {
+	cmd := exec.CommandContext(ctx, npmBin, "install", "--prefix", dir,
 		"--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error",
 		"opencode-ai@"+version)
 	cmd.Dir = dir
@@ -128,25 +129,10 @@ func npmInstall(ctx context.Context, npm, dir, version string) error {
 		return nil
 	case ctx.Err() != nil:
 		return fmt.Errorf("opencode: npm install opencode-ai@%s did not finish: %w (%w)", version, ctx.Err(), ErrUnreachable)
-	case unreachable(out.String()):
+	case npm.Unreachable(out.String()):
 		return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, ErrUnreachable, head(out.String(), 600))
 	}
 	return fmt.Errorf("opencode: npm install opencode-ai@%s: %w: %s", version, err, head(out.String(), 600))
-}
-
-// networkCodes are the npm error codes of a registry that cannot be reached.
-var networkCodes = []string{
-	"ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNRESET",
-	"EHOSTUNREACH", "ENETUNREACH", "ERR_SOCKET_TIMEOUT", "network request to",
-}
-
-func unreachable(out string) bool {
-	for _, c := range networkCodes {
-		if strings.Contains(out, c) {
-			return true
-		}
-	}
-	return false
 }
 
 // verify runs the new binary once (in a throw-away isolated home) and checks

@@ -12,8 +12,9 @@ import (
 
 // APIs a replay speaks to the proxy.
 const (
-	APIChat     = "chat"     // POST /v1/chat/completions, OpenCode's shape
-	APIMessages = "messages" // POST /v1/messages, Anthropic's
+	APIChat      = "chat"      // POST /v1/chat/completions, OpenCode's shape
+	APIMessages  = "messages"  // POST /v1/messages, Anthropic's
+	APIResponses = "responses" // POST /v1/responses, OpenAI's Responses API
 )
 
 // anthropicMessage encodes a chat message as the Messages API carries it,

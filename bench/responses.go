@@ -155,6 +155,8 @@ func parseItems(items gjson.Result, known map[string]knownItems) []Forwarded {
 		case "function_call", "custom_tool_call":
 			if pending == nil {
 				pending = &Message{Role: RoleAssistant}
+			} else {
+				pendingBytes++ // the comma, as a known message counts it
 			}
 			args := it.Get("arguments")
 			if !args.Exists() {

@@ -2,9 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -62,13 +59,7 @@ func responsesItems(m Message) []byte {
 // responsesTools converts chat tools to the Responses API's flat function
 // tools ([{type, name, description, parameters}]).
 func responsesTools(chat []byte) []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	gjson.ParseBytes(chat).ForEach(func(_, t gjson.Result) bool {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		fn := t.Get("function")
+	return convertTools(chat, func(b *bytes.Buffer, fn gjson.Result) {
 		b.WriteString(`{"type":"function","name":`)
 		b.WriteString(fn.Get("name").Raw)
 		if d := fn.Get("description"); d.Exists() {
@@ -80,39 +71,14 @@ func responsesTools(chat []byte) []byte {
 			b.WriteString(p.Raw)
 		}
 		b.WriteByte('}')
-		return true
 	})
-	b.WriteByte(']')
-	return b.Bytes()
 }
 
 // responsesBody converts a whole chat body the bench built (the compaction
 // call) to the Responses API: its messages as items, model and the token
 // limit kept, streamed.
 func responsesBody(chat []byte) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"model":`)
-	b.WriteString(gjson.GetBytes(chat, "model").Raw)
-	b.WriteString(`,"max_output_tokens":`)
-	b.WriteString(strconv.FormatInt(gjson.GetBytes(chat, "max_tokens").Int(), 10))
-	b.WriteString(`,"input":[`)
-	var err error
-	gjson.GetBytes(chat, "messages").ForEach(func(_, raw gjson.Result) bool {
-		var m Message
-		if err = json.Unmarshal([]byte(raw.Raw), &m); err != nil {
-			return false
-		}
-		if b.Bytes()[b.Len()-1] != '[' {
-			b.WriteByte(',')
-		}
-		b.Write(responsesItems(m))
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench: convert to Responses: %w", err)
-	}
-	b.WriteString(`],"stream":true}`)
-	return b.Bytes(), nil
+	return convertBody(chat, "max_output_tokens", "input", func(m Message) ([]byte, error) { return responsesItems(m), nil })
 }
 
 // parseItems decodes a Responses input array into the chat messages it

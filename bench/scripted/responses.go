@@ -2,7 +2,6 @@ package scripted
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -13,26 +12,11 @@ import (
 // (response.output_item.done), then response.completed with all output
 // items and the usage, which is what a proxy records of the answer.
 func (c *completion) responsesStream(ctx context.Context, w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	first := true
 	seq := 0
-	send := func(typ string, v map[string]any) bool {
-		if !first && !sleep(ctx, c.reply.ChunkDelay) {
-			return false
-		}
-		first = false
-		v["type"], v["sequence_number"] = typ, seq
+	send := c.events(ctx, w, func(v map[string]any) {
+		v["sequence_number"] = seq
 		seq++
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	})
 	resp := map[string]any{"id": c.id, "object": "response", "created_at": c.created, "model": c.model, "status": "in_progress", "output": []any{}}
 	if !send("response.created", map[string]any{"response": resp}) {
 		return

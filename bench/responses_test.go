@@ -55,3 +55,34 @@ func TestResponsesItems(t *testing.T) {
 		t.Errorf("cut message: %+v", got)
 	}
 }
+
+// FuzzParseForwarded: any forwarded body, chat or Responses, decodes
+// without a panic, and a Responses input's bytes are all accounted for
+// (each item once, within one message).
+func FuzzParseForwarded(f *testing.F) {
+	f.Add([]byte(`{"input":[{"role":"user","content":"a"},{"type":"function_call","call_id":"c","name":"n","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}]}`))
+	f.Add([]byte(`{"input":[{"role":"assistant","content":[{"type":"output_text","text":"t"}]},{"type":"function_call"},{"type":"reasoning","encrypted_content":"x"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"y"}]}]}`))
+	f.Add([]byte(`{"input":"just text"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fwd := ParseForwarded(body)
+		in := gjson.GetBytes(body, "input")
+		if gjson.GetBytes(body, "messages").Exists() || !in.IsArray() || !gjson.ValidBytes(body) {
+			return
+		}
+		total, n := 0, 0
+		in.ForEach(func(_, it gjson.Result) bool {
+			total += len(it.Raw)
+			n++
+			return true
+		})
+		got := 0
+		for _, f := range fwd {
+			got += f.Bytes
+		}
+		// Merged items count the commas between them.
+		if got < total || got > total+n || len(fwd) > n {
+			t.Fatalf("%d messages of %d bytes from %d items of %d bytes", len(fwd), got, n, total)
+		}
+	})
+}

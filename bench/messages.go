@@ -12,8 +12,9 @@ import (
 
 // APIs a replay speaks to the proxy.
 const (
-	APIChat     = "chat"     // POST /v1/chat/completions, OpenCode's shape
-	APIMessages = "messages" // POST /v1/messages, Anthropic's
+	APIChat      = "chat"      // POST /v1/chat/completions, OpenCode's shape
+	APIMessages  = "messages"  // POST /v1/messages, Anthropic's
+	APIResponses = "responses" // POST /v1/responses, OpenAI's Responses API
 )
 
 // anthropicMessage encodes a chat message as the Messages API carries it,
@@ -72,13 +73,7 @@ func anthropicMessage(m Message) ([]byte, error) {
 // description, parameters}}]) to Anthropic's ([{name, description,
 // input_schema}]).
 func anthropicTools(chat []byte) []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	gjson.ParseBytes(chat).ForEach(func(k, t gjson.Result) bool {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		fn := t.Get("function")
+	return convertTools(chat, func(b *bytes.Buffer, fn gjson.Result) {
 		b.WriteString(`{"name":`)
 		b.WriteString(fn.Get("name").Raw)
 		if d := fn.Get("description"); d.Exists() {
@@ -92,6 +87,19 @@ func anthropicTools(chat []byte) []byte {
 			b.WriteString(`{"type":"object"}`)
 		}
 		b.WriteByte('}')
+	})
+}
+
+// convertTools writes a JSON array of one tool per chat tool, each written
+// by tool from the chat tool's function object.
+func convertTools(chat []byte, tool func(b *bytes.Buffer, fn gjson.Result)) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	gjson.ParseBytes(chat).ForEach(func(_, t gjson.Result) bool {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		tool(&b, t.Get("function"))
 		return true
 	})
 	b.WriteByte(']')
@@ -102,30 +110,37 @@ func anthropicTools(chat []byte) []byte {
 // call) to the Messages API: its messages one for one, model and
 // max_tokens kept, streamed.
 func anthropicBody(chat []byte) ([]byte, error) {
+	return convertBody(chat, "max_tokens", "messages", anthropicMessage)
+}
+
+// convertBody converts a whole chat body the bench built to another API:
+// the model, the token limit as limit, every message encoded into member,
+// streamed.
+func convertBody(chat []byte, limit, member string, encode func(Message) ([]byte, error)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
 	b.WriteString(gjson.GetBytes(chat, "model").Raw)
-	b.WriteString(`,"max_tokens":`)
+	b.WriteString(`,"` + limit + `":`)
 	b.WriteString(strconv.FormatInt(gjson.GetBytes(chat, "max_tokens").Int(), 10))
-	b.WriteString(`,"messages":[`)
+	b.WriteString(`,"` + member + `":[`)
 	var err error
 	gjson.GetBytes(chat, "messages").ForEach(func(_, raw gjson.Result) bool {
 		var m Message
 		if err = json.Unmarshal([]byte(raw.Raw), &m); err != nil {
 			return false
 		}
-		var am []byte
-		if am, err = anthropicMessage(m); err != nil {
+		var enc []byte
+		if enc, err = encode(m); err != nil {
 			return false
 		}
 		if b.Bytes()[b.Len()-1] != '[' {
 			b.WriteByte(',')
 		}
-		b.Write(am)
+		b.Write(enc)
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: convert to Messages: %w", err)
+		return nil, fmt.Errorf("bench: convert the %s: %w", member, err)
 	}
 	b.WriteString(`],"stream":true}`)
 	return b.Bytes(), nil

@@ -25,9 +25,13 @@ type Forwarded struct {
 // ParseForwarded decodes the messages array of a chat-completions body (or
 // of a Messages body the bench built, see anthropicMessage). JSON
 // escapes are undone, so a request text compares verbatim however the proxy
-// escaped it ("\u003c" or "<").
+// escaped it ("\u003c" or "<"). A body without messages is read as the
+// Responses API's input items (see parseItems).
 func ParseForwarded(body []byte) []Forwarded {
-	return parseMessages(gjson.GetBytes(body, "messages"), nil)
+	if msgs := gjson.GetBytes(body, "messages"); msgs.Exists() {
+		return parseMessages(msgs, nil)
+	}
+	return parseItems(gjson.GetBytes(body, "input"), nil)
 }
 
 // parseMessages decodes a messages array. A message whose JSON is byte for

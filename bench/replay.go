@@ -76,8 +76,9 @@ type Options struct {
 	Client *http.Client
 	// Progress, when set, is told of every finished call and unit.
 	Progress func(Progress)
-	// API is what the calls speak: APIChat (default) or APIMessages, the
-	// same histories as Anthropic Messages bodies sent to /v1/messages.
+	// API is what the calls speak: APIChat (default), APIMessages (the
+	// same histories as Anthropic Messages bodies sent to /v1/messages) or
+	// APIResponses (as OpenAI Responses input items sent to /v1/responses).
 	API string
 	// Render renders a task record as the proxy's inspector serves it
 	// (memory.Record's JSON) into the text rcm injects. When set, rcm
@@ -131,9 +132,9 @@ func (o *Options) validate() error {
 	switch o.API {
 	case "":
 		o.API = APIChat
-	case APIChat, APIMessages:
+	case APIChat, APIMessages, APIResponses:
 	default:
-		return fmt.Errorf("bench: replay: api %q: want chat or messages", o.API)
+		return fmt.Errorf("bench: replay: api %q: want chat, messages or responses", o.API)
 	}
 	if o.CachePrice == 0 {
 		o.CachePrice = DefaultCachePrice
@@ -305,6 +306,9 @@ type schedulePlan struct {
 	// known decodes the messages as sent: a forwarded message with the
 	// same JSON needs no decoding (see parseMessages).
 	known map[string]Forwarded
+	// items is known for the Responses API, keyed by a message's first
+	// item (see parseItems).
+	items map[string]knownItems
 	// tasks are the session's tasks, focus first; unfinished those whose
 	// submit stage the schedule does not send.
 	tasks, unfinished []string
@@ -314,10 +318,21 @@ func (p *plan) calls() int {
 	return len(p.sched[ScheduleBase].calls) + len(p.sched[ScheduleSwitch].calls)
 }
 
+// member is the body's member that holds the history.
+func (o *Options) member() string {
+	if o.API == APIResponses {
+		return "input"
+	}
+	return "messages"
+}
+
 // path is the endpoint a replay's calls go to, below the proxy's root.
 func (o *Options) path() string {
-	if o.API == APIMessages {
+	switch o.API {
+	case APIMessages:
 		return "/v1/messages"
+	case APIResponses:
+		return "/v1/responses"
 	}
 	return "/v1/chat/completions"
 }
@@ -360,10 +375,13 @@ func newPlan(spec *Spec, sess *Session, api string) (*plan, error) {
 		if len(longest) > len(sp.owner) {
 			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
 		}
-		sp.known = map[string]Forwarded{}
+		sp.known, sp.items = map[string]Forwarded{}, map[string]knownItems{}
 		encode := marshal
-		if api == APIMessages {
+		switch api {
+		case APIMessages:
 			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(Message)) }
+		case APIResponses:
+			encode = func(v any) ([]byte, error) { return responsesItems(v.(Message)), nil }
 		}
 		for _, m := range longest {
 			b, err := encode(m)
@@ -372,7 +390,12 @@ func newPlan(spec *Spec, sess *Session, api string) (*plan, error) {
 			}
 			sp.messages = append(sp.messages, b)
 			sp.keys = append(sp.keys, messageKey(m))
-			sp.known[string(b)] = Forwarded{Role: m.Role, Text: messageText(m), Key: messageKey(m), Bytes: len(b)}
+			f := Forwarded{Role: m.Role, Text: messageText(m), Key: messageKey(m), Bytes: len(b)}
+			sp.known[string(b)] = f
+			if api == APIResponses {
+				items := gjson.Parse("[" + string(b) + "]").Array()
+				sp.items[items[0].Raw] = knownItems{raw: string(b), n: len(items), f: f}
+			}
 		}
 		p.sched[sc] = sp
 	}
@@ -403,6 +426,15 @@ func newBodyParts(model, api string) *bodyParts {
 	b := &bodyParts{}
 	b.head = append(b.head, `{"model":`...)
 	b.head = strconv.AppendQuote(b.head, model)
+	if api == APIResponses {
+		// Codex's and OpenCode's Responses shape: the history as input
+		// items, flat function tools.
+		b.head = append(b.head, `,"max_output_tokens":32000,"input":[`...)
+		b.tail = append(b.tail, `],"tools":`...)
+		b.tail = append(b.tail, responsesTools(opencodeTools)...)
+		b.tail = append(b.tail, `,"tool_choice":"auto","stream":true}`...)
+		return b
+	}
 	b.head = append(b.head, `,"max_tokens":32000,"messages":[`...)
 	b.tail = append(b.tail, `],"tools":`...)
 	if api == APIMessages {
@@ -544,7 +576,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		if o.task != "" {
 			o.confidence, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
 		}
-		msgs := gjson.GetBytes(fwd, "messages")
+		msgs := gjson.GetBytes(fwd, r.opts.member())
 		raw := fwd // what prefix stability compares: the messages array, or the whole body without one
 		if msgs.IsArray() && msgs.Index > 0 {
 			raw = fwd[msgs.Index : msgs.Index+len(msgs.Raw)]
@@ -559,6 +591,9 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc Schedule, u unit) ([]
 		if o.focus {
 			h := p.history(sp, k)
 			f := parseMessages(msgs, sp.known)
+			if r.opts.API == APIResponses {
+				f = parseItems(msgs, sp.items)
+			}
 			o.recall = Recall(h.Requests[p.sess.Focus], f)
 			o.contamination = Contamination(f, h.Attribute(f), p.sess.Focus)
 		}
@@ -614,11 +649,15 @@ func (r *runner) compaction(ctx context.Context, p *plan, sp *schedulePlan, sid 
 	last := len(sp.calls) - 1
 	c := sp.calls[last]
 	body := CompactionBody(r.opts.Model, append(c.Messages[:len(c.Messages):len(c.Messages)], c.Response), r.opts.CompactionTail)
-	if r.opts.API == APIMessages {
-		var err error
-		if body, err = anthropicBody(body); err != nil {
-			return err
-		}
+	var err error
+	switch r.opts.API {
+	case APIMessages:
+		body, err = anthropicBody(body)
+	case APIResponses:
+		body, err = responsesBody(body)
+	}
+	if err != nil {
+		return err
 	}
 	reqs := p.history(sp, last).Requests
 	open := map[string]bool{}
@@ -708,7 +747,7 @@ func readStream(body io.Reader) error {
 	done := false
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
-		if bytes.Equal(line, []byte("data: [DONE]")) || bytes.Equal(line, []byte("event: message_stop")) {
+		if bytes.Equal(line, []byte("data: [DONE]")) || bytes.Equal(line, []byte("event: message_stop")) || bytes.Equal(line, []byte("event: response.completed")) {
 			done = true
 		}
 	}
@@ -716,7 +755,7 @@ func readStream(body io.Reader) error {
 		return fmt.Errorf("reading the stream: %w", err)
 	}
 	if !done {
-		return errors.New("stream ended without data: [DONE] or message_stop")
+		return errors.New("stream ended without data: [DONE], message_stop or response.completed")
 	}
 	return nil
 }

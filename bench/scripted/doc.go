@@ -7,6 +7,10 @@
 //	POST .../chat/completions   streamed (SSE) when the body says "stream": true, else one JSON object
 //	POST .../messages           the same choice of reply as an Anthropic Messages stream (for
 //	                            `rcm bench replay --api messages`, whose bodies keep chat's roles)
+//	POST .../responses          the same choice of reply as an OpenAI Responses stream: a message
+//	                            item and function_call items, response.completed with all of them
+//	                            (for `rcm bench replay --api responses`; rules read no input items,
+//	                            so such calls take queued replies or rules that ask nothing of them)
 //	GET  .../models             the script's model ids
 //
 // (any path prefix, so a base URL with or without /v1 works) and answers

@@ -11,24 +11,7 @@ import (
 // text as one text block, each tool call as a tool_use block whose input
 // comes in input_json_delta fragments, the stop reason and the usage.
 func (c *completion) messagesStream(ctx context.Context, w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	first := true
-	send := func(typ string, v map[string]any) bool {
-		if !first && !sleep(ctx, c.reply.ChunkDelay) {
-			return false
-		}
-		first = false
-		v["type"] = typ
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send := c.events(ctx, w, nil)
 	if !send("message_start", map[string]any{"message": map[string]any{"id": c.id, "type": "message", "role": "assistant",
 		"model": c.model, "content": []any{}, "stop_reason": nil,
 		"usage": map[string]any{"input_tokens": c.usage.PromptTokens, "cache_read_input_tokens": 0, "output_tokens": 1}}}) {
@@ -75,4 +58,32 @@ func (c *completion) messagesStream(ctx context.Context, w http.ResponseWriter) 
 		return
 	}
 	send("message_stop", map[string]any{})
+}
+
+// events starts an SSE answer of named events and returns what sends one:
+// the event's type set in its data (and whatever each adds, e.g. a sequence
+// number), flushed at once, the reply's ChunkDelay between events; false
+// once the client is gone.
+func (c *completion) events(ctx context.Context, w http.ResponseWriter, each func(v map[string]any)) func(typ string, v map[string]any) bool {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	first := true
+	return func(typ string, v map[string]any) bool {
+		if !first && !sleep(ctx, c.reply.ChunkDelay) {
+			return false
+		}
+		first = false
+		v["type"] = typ
+		if each != nil {
+			each(v)
+		}
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 }

@@ -180,7 +180,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(body) > maxBody:
 		s.record(rec)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", maxBody))
-	case strings.HasSuffix(r.URL.Path, "/chat/completions"), strings.HasSuffix(r.URL.Path, "/messages"):
+	case strings.HasSuffix(r.URL.Path, "/chat/completions"), strings.HasSuffix(r.URL.Path, "/messages"), strings.HasSuffix(r.URL.Path, "/responses"):
 		s.chat(w, r, rec)
 	case strings.HasSuffix(r.URL.Path, "/models"):
 		s.record(rec)
@@ -232,6 +232,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Recorded) {
 		// Anthropic's Messages API: the same bodies' kinds and the same
 		// replies, in its stream (the bench always streams).
 		out.messagesStream(r.Context(), w)
+		return
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		// The Responses API: the same replies as output items, streamed.
+		out.responsesStream(r.Context(), w)
 		return
 	case c.stream:
 		out.stream(r.Context(), w, c.includeUsage)

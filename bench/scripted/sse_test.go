@@ -66,7 +66,7 @@ func readEvents(t *testing.T, r io.Reader) []string {
 			}
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, ":"), strings.HasPrefix(line, "event:"):
 		default:
 			t.Fatalf("unexpected SSE line %q", line)
 		}

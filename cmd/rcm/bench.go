@@ -84,7 +84,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
 		{flag: "overhead", env: "RCM_BENCH_OVERHEAD", help: "measure the proxy's overhead with a direct call per call: true or false (default true)", set: stringOpt(&c.overhead)},
-		{flag: "api", env: "RCM_BENCH_API", help: "what the calls speak: chat (/v1/chat/completions, default) or messages (Anthropic's /v1/messages)", set: stringOpt(&c.api)},
+		{flag: "api", env: "RCM_BENCH_API", help: "what the calls speak: chat (/v1/chat/completions, default), messages (Anthropic's /v1/messages) or responses (OpenAI's /v1/responses)", set: stringOpt(&c.api)},
 		{flag: "cache-price", env: "RCM_BENCH_CACHE_PRICE", help: "price of a cached input token relative to an uncached one, in the cost with prompt caching (default 0.1)", set: floatOpt(&c.cachePrice)},
 		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
 		{flag: "returns", env: "RCM_BENCH_RETURNS", help: "how the shared layout's returning requests name their task: title (quote the issue's title) or untitled (\"that issue\") (default title)", set: stringOpt(&c.returns)},

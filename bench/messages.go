@@ -25,10 +25,7 @@ const (
 // result as a user message of one tool_result block.
 func anthropicMessage(m Message) ([]byte, error) {
 	var b bytes.Buffer
-	q := func(s string) {
-		v, _ := marshal(s) // a string always encodes
-		b.Write(v)
-	}
+	q := func(s string) { writeString(&b, s) }
 	switch {
 	case m.Role == RoleTool:
 		b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":`)

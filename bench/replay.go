@@ -413,6 +413,12 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
+// writeString writes s as a JSON string, as marshal encodes it.
+func writeString(b *bytes.Buffer, s string) {
+	v, _ := marshal(s) // a string always encodes
+	b.Write(v)
+}
+
 // bodyParts are what a schedule's calls send, built as the history grows:
 // the body of call k is head (up to and including its last message) and
 // tail, the same for every call. Appending never changes bytes an earlier

@@ -17,10 +17,7 @@ import (
 // back as one (see parseItems).
 func responsesItems(m Message) []byte {
 	var b bytes.Buffer
-	q := func(s string) {
-		v, _ := marshal(s) // a string always encodes
-		b.Write(v)
-	}
+	q := func(s string) { writeString(&b, s) }
 	switch {
 	case m.Role == RoleTool:
 		b.WriteString(`{"type":"function_call_output","call_id":`)

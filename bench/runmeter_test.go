@@ -57,71 +57,57 @@ func TestMeter(t *testing.T) {
 	}
 }
 
-// TestMeterMessages: Anthropic's usage (input in message_start, output in
-// message_delta; cached prompt outside input_tokens) counts as prompt,
-// cached and completion tokens, keyed by Claude Code's session header.
-func TestMeterMessages(t *testing.T) {
-	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":85,\"output_tokens\":1}}}\n\n" +
-		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
-	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("json") != "" {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"type":"message","content":[],"usage":{"input_tokens":3,"cache_read_input_tokens":0,"output_tokens":2}}`)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, stream)
-	})
-	srv := httptest.NewServer(NewMeter(proxy))
-	defer srv.Close()
-	m := srv.Config.Handler.(*Meter)
-	for _, q := range []string{"?beta=true", "?json=1"} {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/messages"+q, strings.NewReader("{}"))
-		req.Header.Set("X-Claude-Code-Session-Id", "cc_1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	want := Usage{Calls: 2, UsageCalls: 2, PromptTokens: 103, CachedTokens: 85, CompletionTokens: 14}
-	if got := m.Usage("cc_1"); got != want {
-		t.Errorf("usage %+v, want %+v", got, want)
-	}
-}
-
-// TestMeterResponses: the Responses API's usage (response.completed, or
-// the response object; cached tokens inside input_tokens) counts as
-// prompt, cached and completion tokens, keyed by Codex's session-id.
-func TestMeterResponses(t *testing.T) {
-	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"output\":[]}}\n\n" +
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[],\"usage\":{\"input_tokens\":100,\"input_tokens_details\":{\"cached_tokens\":80},\"output_tokens\":7}}}\n\n"
-	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("json") != "" {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"id":"r","object":"response","output":[],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":2}}`)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, stream)
-	})
-	srv := httptest.NewServer(NewMeter(proxy))
-	defer srv.Close()
-	m := srv.Config.Handler.(*Meter)
-	for _, q := range []string{"", "?json=1"} {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/responses"+q, strings.NewReader("{}"))
-		req.Header.Set("Session-Id", "thr_1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	want := Usage{Calls: 2, UsageCalls: 2, PromptTokens: 105, CachedTokens: 80, CompletionTokens: 9}
-	if got := m.Usage("thr_1"); got != want {
-		t.Errorf("usage %+v, want %+v", got, want)
+// TestMeterAPIs: each API's usage, streamed and in a JSON answer, counts as
+// prompt, cached and completion tokens, keyed by the client's session
+// header. Anthropic puts the input in message_start and the output in
+// message_delta, with the cached prompt outside input_tokens; the
+// Responses API puts it in response.completed (or the response object),
+// with cached tokens inside input_tokens.
+func TestMeterAPIs(t *testing.T) {
+	for _, c := range []struct {
+		name, path, header, session string
+		queries                     []string
+		stream, json                string
+		want                        Usage
+	}{
+		{"messages", "/rcm/v1/messages", "X-Claude-Code-Session-Id", "cc_1", []string{"?beta=true", "?json=1"},
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":5,\"cache_read_input_tokens\":85,\"output_tokens\":1}}}\n\n" +
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n",
+			`{"type":"message","content":[],"usage":{"input_tokens":3,"cache_read_input_tokens":0,"output_tokens":2}}`,
+			Usage{Calls: 2, UsageCalls: 2, PromptTokens: 103, CachedTokens: 85, CompletionTokens: 14}},
+		{"responses", "/rcm/v1/responses", "Session-Id", "thr_1", []string{"", "?json=1"},
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"output\":[]}}\n\n" +
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[],\"usage\":{\"input_tokens\":100,\"input_tokens_details\":{\"cached_tokens\":80},\"output_tokens\":7}}}\n\n",
+			`{"id":"r","object":"response","output":[],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":2}}`,
+			Usage{Calls: 2, UsageCalls: 2, PromptTokens: 105, CachedTokens: 80, CompletionTokens: 9}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("json") != "" {
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, c.json)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, c.stream)
+			})
+			srv := httptest.NewServer(NewMeter(proxy))
+			defer srv.Close()
+			m := srv.Config.Handler.(*Meter)
+			for _, q := range c.queries {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+c.path+q, strings.NewReader("{}"))
+				req.Header.Set(c.header, c.session)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			if got := m.Usage(c.session); got != c.want {
+				t.Errorf("usage %+v, want %+v", got, c.want)
+			}
+		})
 	}
 }
 

@@ -43,7 +43,10 @@ func split(summary string, ids []string) (sections map[string]string, general st
 		if task == "" {
 			return
 		}
-		s := strings.TrimRightFunc(cur.String(), unicode.IsSpace)
+		// Only the blanks that end a heading line are trimmed: trimming
+		// "#\v" to "#" would turn text into a heading, and the section
+		// would no longer split to itself.
+		s := strings.TrimRight(cur.String(), " \t\r\n")
 		if prev, ok := sections[task]; ok {
 			s = prev + "\n\n" + s
 		}

@@ -94,7 +94,7 @@ func (st subjectTerms) term(h term, kind int) {
 func (subjectTerms) path(string, string, bool) {}
 
 // profiles reads the chosen turns of every task seen before turn i.
-func (s *session) profiles(i int, q *query) []profile {
+func (s *call) profiles(i int, q *query) []profile {
 	prof := make([]profile, 0, len(s.byTask))
 	for _, task := range s.tasks {
 		turns := s.byTask[task]
@@ -257,7 +257,7 @@ func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // lexical picks the task whose turns are most like the query, among only
 // when not nil, or opens a task when the query is mostly unlike every task.
 // Its confidence is P(not new) x P(this task | not new), or P(new).
-func (s *session) lexical(q *query, prof []profile, only []string) Decision {
+func (s *call) lexical(q *query, prof []profile, only []string) Decision {
 	cand := prof[:0:0]
 	for _, p := range prof {
 		if only == nil || slices.Contains(only, p.task) {
@@ -342,7 +342,7 @@ func (s *session) lexical(q *query, prof []profile, only []string) Decision {
 
 // checkouts reports whether the session works in a folder of checkouts:
 // the frame is no repository and some task works in a folder below it.
-func (s *session) checkouts(cand []profile) bool {
+func (s *call) checkouts(cand []profile) bool {
 	if s.f.repo {
 		return false
 	}
@@ -358,7 +358,7 @@ func (s *session) checkouts(cand []profile) bool {
 
 // guess is the decision when nothing is known: the most recent task, not
 // confidently.
-func (s *session) guess() Decision {
+func (s *call) guess() Decision {
 	for j := len(s.ds) - 1; j >= 0; j-- {
 		if s.ds[j].Task != "" {
 			return one(s.ds[j].Task, 0.5, MethodLexical)

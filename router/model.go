@@ -55,7 +55,7 @@ const (
 
 // ask returns the classifier's decision for turn i, or cheap unchanged when
 // the classifier fails or answers nonsense.
-func (c *classifier) ask(ctx context.Context, s *session, i int, cheap Decision, u *ModelUsage) Decision {
+func (c *classifier) ask(ctx context.Context, s *call, i int, cheap Decision, u *ModelUsage) Decision {
 	prompt := s.describe(i)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -88,7 +88,7 @@ func (c *classifier) ask(ctx context.Context, s *session, i int, cheap Decision,
 var errAnswer = errors.New("router: classifier answer")
 
 // answer reads the classifier's JSON answer.
-func (s *session) answer(resp openai.ChatCompletionResponse) (Decision, error) {
+func (s *call) answer(resp openai.ChatCompletionResponse) (Decision, error) {
 	if len(resp.Choices) == 0 {
 		return Decision{}, fmt.Errorf("%w: no choices", errAnswer)
 	}
@@ -114,7 +114,7 @@ func (s *session) answer(resp openai.ChatCompletionResponse) (Decision, error) {
 	return one(task, *a.Confidence, MethodModel), nil
 }
 
-func (s *session) known(task string) bool {
+func (s *call) known(task string) bool {
 	for _, t := range s.tasks {
 		if t == task {
 			return true
@@ -124,7 +124,7 @@ func (s *session) known(task string) bool {
 }
 
 // describe writes the classifier's user prompt for turn i.
-func (s *session) describe(i int) string {
+func (s *call) describe(i int) string {
 	var b strings.Builder
 	b.WriteString("Tasks:\n")
 	for _, task := range s.tasks {
@@ -164,7 +164,7 @@ func (s *session) describe(i int) string {
 	return b.String()
 }
 
-func (s *session) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
+func (s *call) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
 
 // filesIn lists the file paths s names (a token with a file extension),
 // relative to the working directory when absolute.

@@ -56,7 +56,7 @@ func gone(t *testing.T, s *Store, id string) bool {
 	recs, _ := s.Records(id)
 	evs, _ := s.Events(id, 0)
 	tasks, _ := s.Tasks(id)
-	_, frozen, _ := s.Frozen(id, "t1", transcript.Fingerprint{1})
+	_, frozen, _ := s.frozen(id, "t1", transcript.Fingerprint{1})
 	return !found && len(recs) == 0 && len(evs) == 0 && len(tasks) == 0 && !frozen
 }
 

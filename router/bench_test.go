@@ -62,7 +62,7 @@ func BenchmarkRoute(b *testing.B) {
 			}
 			prior := make([]Prior, len(tr.Turns)-1)
 			for i := range prior {
-				prior[i] = p.Turns[i].Prior()
+				prior[i] = p.Turns[i].prior()
 			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()

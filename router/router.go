@@ -56,17 +56,12 @@ type Decision struct {
 	Routed bool
 }
 
-// Prior returns the decision as the store should keep it.
-func (d Decision) Prior() Prior {
-	return Prior{Known: true, Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed}
-}
-
 // Options are per-call settings.
 type Options struct {
 	// Threshold overrides Config.Threshold when in (0, 1] (X-RCM-Threshold).
 	Threshold float64
 	// Task is an explicit tag for the current turn (X-RCM-Task); it is
-	// lower-cased and ignored unless a valid task name (see Tag).
+	// lower-cased and ignored unless a valid task name (as NAME in "[task: NAME]").
 	Task string
 	// Tasks are the ids the session already holds (from the store), so
 	// that a new task is never given an id in use, even after compaction
@@ -106,9 +101,6 @@ func New(cfg Config) (*Router, error) {
 	}
 	return r, nil
 }
-
-// Threshold returns the configured threshold.
-func (r *Router) Threshold() float64 { return r.cfg.Threshold }
 
 // Route labels every turn of t and decides which turns the call keeps.
 // prior holds the stored label of each turn (shorter than t.Turns when the

@@ -22,7 +22,7 @@ type signals struct {
 // request, and, when terms is not nil, feeds the turn's lexical terms to it.
 func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms func(term, int)) signals {
 	req := clip(t.Messages[tn.Start].Text(), cap)
-	s := signals{tag: Tag(req), followup: FollowUp(req)}
+	s := signals{tag: writtenTag(req), followup: isFollowUp(req)}
 	n := 0
 	c := collector{f: f, terms: func(h term, kind int) {
 		n++
@@ -120,7 +120,7 @@ func clip(s string, n int) string {
 // Tag returns the task named by the written convention "[task: NAME]" in a
 // request (the first one; case-insensitive keyword, NAME lower-cased: 1 to
 // 64 letters, digits, '-', '_', '.', '/'), or "".
-func Tag(text string) string {
+func writtenTag(text string) string {
 	for rest := text; ; {
 		i := strings.IndexByte(rest, '[')
 		if i < 0 {
@@ -198,11 +198,11 @@ func refersBack(req string) bool {
 	return false
 }
 
-// FollowUp reports whether a request is a short follow-up that continues the
+// isFollowUp reports whether a request is a short follow-up that continues the
 // current task: a slash command ("/review", or Claude Code's
 // <command-name>/review</command-name>), at most four words, or at most
 // eight words opening with a reply word ("yes", "go", "commit", "let's", ...).
-func FollowUp(text string) bool {
+func isFollowUp(text string) bool {
 	text = strings.TrimSpace(text)
 	if strings.Contains(text, "<command-name>/") {
 		return true

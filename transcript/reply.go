@@ -7,9 +7,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// MaxReplyCalls bounds the tool calls reassembled from one answer: a
+// maxReplyCalls bounds the tool calls reassembled from one answer: a
 // garbled stream must not make an index of 1e9 allocate.
-const MaxReplyCalls = 128
+const maxReplyCalls = 128
 
 // ParseReply returns the assistant message of an upstream chat-completions
 // answer: a server-sent event stream of chat.completion.chunk objects
@@ -41,7 +41,7 @@ func parseCompletion(body []byte, m *Message) {
 	}
 	m.text = contentString(msg.Get("content"))
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		if len(m.ToolCalls) >= MaxReplyCalls {
+		if len(m.ToolCalls) >= maxReplyCalls {
 			return false
 		}
 		fn := c.Get("function")
@@ -97,7 +97,7 @@ func parseStream(body []byte, m *Message) {
 			} else if c.Get("id").String() != "" || i < 0 {
 				i = len(calls) // no index: a new call when it has an id
 			}
-			if i < 0 || i >= MaxReplyCalls {
+			if i < 0 || i >= maxReplyCalls {
 				return true
 			}
 			for len(calls) <= i {

@@ -40,7 +40,7 @@ func responsesOutput(items []gjson.Result, m *Message) {
 				text = append(text, s)
 			}
 		case "function_call", "custom_tool_call":
-			if len(m.ToolCalls) >= MaxReplyCalls {
+			if len(m.ToolCalls) >= maxReplyCalls {
 				continue
 			}
 			args := it.Get("arguments")

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
-	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -26,8 +25,8 @@ func claudeCode(t *testing.T, name string) *transcript.Transcript {
 // appended to that message, everything else byte-identical.
 func TestRewriteClaudeCode(t *testing.T) {
 	tasks := []TaskState{
-		{ID: "t1", Record: memory.Record{Requirements: []memory.Requirement{{Text: "fix the compiler"}}}},
-		{ID: "t2", Active: true, Record: memory.Record{Requirements: []memory.Requirement{{Text: "test the validator"}}}},
+		{ID: "t1", Requirements: []Requirement{{Text: "fix the compiler"}}},
+		{ID: "t2", Active: true, Requirements: []Requirement{{Text: "test the validator"}}},
 	}
 	for _, name := range []string{"compaction_manual_request", "compaction_auto_request"} {
 		tr := claudeCode(t, name)

@@ -9,33 +9,29 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/internal/chattest"
-	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
 func sampleTasks() []TaskState {
 	return []TaskState{
-		{ID: "t1", Record: memory.Record{
-			Task:      "t1",
+		{
+			ID:        "t1",
 			Workspace: "/work/ws1",
-			Requirements: []memory.Requirement{
+			Requirements: []Requirement{
 				{Text: "Fix the off-by-one in `parse_range` (src/range.py) so that \"1-3\" yields 3 items."},
 				{Text: "Also keep <end> inclusive\nand add a test for it.", Amends: true},
 			},
 			Unfinished:   []string{"add test_parse_range_inclusive"},
 			FilesChanged: []string{"src/range.py"},
-		}},
-		{ID: "t2", Record: memory.Record{
-			Task:         "t2",
-			Requirements: []memory.Requirement{{Text: "Rename the CLI flag --verbose to --debug & update the docs (ünïcode ok)."}},
+		},
+		{
+			ID:           "t2",
+			Requirements: []Requirement{{Text: "Rename the CLI flag --verbose to --debug & update the docs (ünïcode ok)."}},
 			Unfinished:   []string{"docs/cli.md still says --verbose", "run the CLI tests"},
-			LastTest:     &memory.TestRun{Command: memory.Command{Cmd: "pytest tests/cli"}, Outcome: "failed: 2 of 9"},
-		}},
-		{ID: "t3", Active: true, Record: memory.Record{
-			Task:         "t3",
-			Requirements: []memory.Requirement{{Text: "serve msg 2 NOTOOL"}},
-		}},
+			LastTest:     "pytest tests/cli failed: 2 of 9",
+		},
+		{ID: "t3", Active: true, Requirements: []Requirement{{Text: "serve msg 2 NOTOOL"}}},
 	}
 }
 
@@ -96,12 +92,12 @@ func TestRewriteCaptures(t *testing.T) {
 			}
 			added := text[len(orig):]
 			for _, ts := range tasks {
-				for _, q := range ts.Record.Requirements {
+				for _, q := range ts.Requirements {
 					if !strings.Contains(added, q.Text) {
 						t.Errorf("task %s: requirement %q missing", ts.ID, q.Text)
 					}
 				}
-				for _, u := range ts.Record.Unfinished {
+				for _, u := range ts.Unfinished {
 					if !strings.Contains(added, u) {
 						t.Errorf("task %s: unfinished %q missing", ts.ID, u)
 					}

@@ -12,7 +12,7 @@ import (
 func claudeCode(t *testing.T, name string) *transcript.Transcript {
 	t.Helper()
 	r := capture.LoadIn(t, capture.ClaudeCodeDir(), name)
-	tr, err := transcript.Parse(transcript.AnthropicMessages, r.Body, r.Header)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, r.Body, transcript.AnthropicMessages.Hints(r.Header))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestFitMessagesKeepsPairs(t *testing.T) {
 		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(t, long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(t, long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]},` +
 		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]}`)
-	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

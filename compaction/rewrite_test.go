@@ -204,7 +204,7 @@ func mustQuote(t *testing.T, s string) string {
 func TestRewriteCodexCheckpoint(t *testing.T) {
 	for _, name := range []string{"compaction_inline_request", "compaction_manual_tui_request"} {
 		r := capture.Codex(t, name)
-		tr, err := transcript.Parse(transcript.OpenAIResponses, r.Body, r.Header)
+		tr, err := transcript.Parse(transcript.OpenAIResponses, r.Body, transcript.OpenAIResponses.Hints(r.Header))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -227,7 +227,7 @@ func TestRequirementsCapped(t *testing.T) {
 // TestObserveStopsWhenDone: a done context stops the reading of turns, and
 // a later call reads the turns left, ending where one full reading ends.
 func TestObserveStopsWhenDone(t *testing.T) {
-	tr, err := transcript.Parse(transcript.OpenAIChat, hugeBody(4000), nil)
+	tr, err := transcript.Parse(transcript.OpenAIChat, hugeBody(4000), transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

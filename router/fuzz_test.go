@@ -45,7 +45,7 @@ func FuzzRoute(f *testing.F) {
 "},{"role":"user","content":"日期解析器：支持时区"},{"role":"assistant","content":"ok"},{"role":"user","content":"Кэш LRU: добавь тесты"},{"role":"assistant","content":"ok"},{"role":"user","content":"修复日期解析器的时区错误"}]}`), uint8(2))
 	r := mustNew(f, Config{})
 	f.Fuzz(func(t *testing.T, body []byte, known uint8) {
-		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 		if err != nil {
 			return
 		}

@@ -93,7 +93,7 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 			switch {
 			case inOut[i]:
 				kept++
-			case system(m.Role):
+			case m.System():
 				t.Fatalf("system message %d dropped", i)
 			default:
 				lost++
@@ -112,7 +112,7 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 			if bytes.Equal(raw, newRaw) {
 				continue
 			}
-			if ti >= current || m.Role == "user" || system(m.Role) || turn.Kind == transcript.Summary {
+			if ti >= current || m.Role == "user" || m.System() || turn.Kind == transcript.Summary {
 				t.Fatalf("turn %d message %d (%s) changed", ti, i, m.Role)
 			}
 			text := gjson.GetBytes(newRaw, "content").Str

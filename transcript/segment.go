@@ -15,7 +15,7 @@ const (
 func classify(t *Transcript) Kind {
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		if !isSystem(m.Role) {
+		if !m.System() {
 			break
 		}
 		switch text := m.Text(); {

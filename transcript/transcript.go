@@ -139,6 +139,11 @@ func (m *Message) Text() string {
 	return contentText(gjson.Parse(m.content))
 }
 
+// System reports whether the message instructs rather than converses: the
+// roles "system" and "developer" (what a Responses harness injects for
+// every task is "developer").
+func (m *Message) System() bool { return m.Role == "system" || m.Role == "developer" }
+
 // TurnKind tells how a turn began.
 type TurnKind int
 

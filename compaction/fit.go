@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -281,11 +282,7 @@ func condenseBlocks(raw []byte, assistant bool) ([]byte, bool) {
 		if len(text) <= longText {
 			return
 		}
-		q, err := quote(cut(text, what))
-		if err != nil {
-			return
-		}
-		if o, err := sjson.SetRawBytes(out, path, q); err == nil {
+		if o, err := sjson.SetRawBytes(out, path, str.Quote(cut(text, what))); err == nil {
 			out, cutAny = o, true
 		}
 	}

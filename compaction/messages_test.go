@@ -84,10 +84,10 @@ func TestSummaryTextClaudeCode(t *testing.T) {
 // user's request stay.
 func TestFitMessagesKeepsPairs(t *testing.T) {
 	long := strings.Repeat("line of output\n", 1000)
-	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"first task"},{"type":"text","text":` + mustQuote(t, long) + `}]},` +
-		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(t, long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(t, long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]},` +
-		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]}`)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"first task"},{"type":"text","text":` + mustQuote(long) + `}]},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(long) + `}]}]},` +
+		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(long) + `}]}]}`)
 	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)

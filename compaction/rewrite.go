@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -128,15 +129,11 @@ func appendText(raw []byte, text string) ([]byte, error) {
 	case c.Type == gjson.String:
 		return withContent(raw, c.Str+text)
 	case c.IsArray():
-		q, err := quote(text)
-		if err != nil {
-			return nil, fmt.Errorf("compaction: encode prompt: %w", err)
-		}
 		typ := "text"
 		if c.Get("0.type").Str == "input_text" {
 			typ = "input_text"
 		}
-		part := append(append([]byte(`{"type":"`+typ+`","text":`), q...), '}')
+		part := append(append([]byte(`{"type":"`+typ+`","text":`), str.Quote(text)...), '}')
 		out, err := sjson.SetRawBytes(raw, "content.-1", part)
 		if err != nil {
 			return nil, fmt.Errorf("compaction: append prompt part: %w", err)

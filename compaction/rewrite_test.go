@@ -9,6 +9,7 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -165,7 +166,7 @@ func TestRewriteErrors(t *testing.T) {
 
 func TestRewritePromptParts(t *testing.T) {
 	sys := "You are a context summarization agent. Summarise."
-	body := []byte(`{"model":"m1","messages":[{"role":"system","content":` + mustQuote(t, sys) +
+	body := []byte(`{"model":"m1","messages":[{"role":"system","content":` + mustQuote(sys) +
 		`},{"role":"user","content":[{"type":"text","text":"<conversation>\n[User]: hi\n</conversation>\n<template>\n## Objective\n</template>"}]}],"stream":true}`)
 	tr := chattest.Parse(t, body)
 	e, err := Rewrite(tr, sampleTasks())
@@ -190,13 +191,7 @@ func TestRewritePromptParts(t *testing.T) {
 	}
 }
 
-func mustQuote(t *testing.T, s string) string {
-	q, err := quote(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(q)
-}
+func mustQuote(s string) string { return string(str.Quote(s)) }
 
 // Codex's inline compaction (the context checkpoint prompt, a Responses
 // message with input_text parts) gets the task brief as one more

@@ -3,10 +3,10 @@ package memory
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"html"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/transcript"
 	bolt "go.etcd.io/bbolt"
@@ -47,18 +47,10 @@ func Message(r Record, maxTokens int) []byte {
 	}
 }
 
-// encodeMessage writes {"role":"user","content":text} with encoding/json's
-// escaping (HTML characters left as they are, which JSON allows).
+// encodeMessage writes {"role":"user","content":text}, text as str.Quote
+// encodes it.
 func encodeMessage(text string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	// Encoding a struct of two strings cannot fail.
-	_ = enc.Encode(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{"user", text})
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return append(append([]byte(`{"role":"user","content":`), str.Quote(text)...), '}')
 }
 
 // maxFrozen is how many frozen messages each task keeps. A record placed at

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/str"
 )
 
 // profileTurns bounds the turns read per task: its first (usually the
@@ -65,7 +67,7 @@ const subjectCap = 240
 // request with at least three words that are not stop words ("Fix this
 // issue:" is not one; the issue's title under it is), or the request's head.
 func subject(req string) string {
-	req = clip(req, 4*subjectCap)
+	req = str.Clip(req, 4*subjectCap)
 	for line := range strings.SplitSeq(req, "\n") {
 		n := 0
 		for _, w := range strings.Fields(line) {
@@ -77,10 +79,10 @@ func subject(req string) string {
 		// A line ending in a colon introduces what follows ("More on
 		// that issue, from its discussion:"); it names nothing.
 		if n >= 3 && !strings.HasSuffix(strings.TrimSpace(line), ":") {
-			return clip(line, subjectCap)
+			return str.Clip(line, subjectCap)
 		}
 	}
-	return clip(req, subjectCap)
+	return str.Clip(req, subjectCap)
 }
 
 // subjectTerms collects the word, pair and phrase terms of a subject line.
@@ -111,7 +113,7 @@ func (s *call) profiles(i int, q *query) []profile {
 		}
 		if len(turns) == 0 {
 			var roots []string
-			scan(clip(seed, requestCap), &s.f, &collector{f: &s.f, terms: count, roots: &roots})
+			scan(str.Clip(seed, requestCap), &s.f, &collector{f: &s.f, terms: count, roots: &roots})
 			for _, r := range roots {
 				p.roots = addRoot(p.roots, r)
 			}

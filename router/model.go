@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -142,16 +143,16 @@ func (s *call) describe(i int) string {
 				}
 			}
 			eachCall(s.t, s.t.Turns[j], func(args string) {
-				for _, f := range filesIn(clip(args, argumentCap), &s.f) {
+				for _, f := range filesIn(str.Clip(args, argumentCap), &s.f) {
 					if len(files) < promptFiles {
 						files = addRoot(files, f)
 					}
 				}
 			})
 		}
-		fmt.Fprintf(&b, "- id %q\n  first request: %q\n", task, clip(s.request(first), promptFirstCap))
+		fmt.Fprintf(&b, "- id %q\n  first request: %q\n", task, str.Clip(s.request(first), promptFirstCap))
 		if latest != first {
-			fmt.Fprintf(&b, "  latest request: %q\n", clip(s.request(latest), promptLatestCap))
+			fmt.Fprintf(&b, "  latest request: %q\n", str.Clip(s.request(latest), promptLatestCap))
 		}
 		if len(roots) > 0 {
 			fmt.Fprintf(&b, "  checkouts: %s\n", strings.Join(roots, ", "))
@@ -160,7 +161,7 @@ func (s *call) describe(i int) string {
 			fmt.Fprintf(&b, "  files its tool calls touched: %s\n", strings.Join(files, ", "))
 		}
 	}
-	fmt.Fprintf(&b, "\nNew request: %q\n", clip(s.request(i), promptCurrentCap))
+	fmt.Fprintf(&b, "\nNew request: %q\n", str.Clip(s.request(i), promptCurrentCap))
 	return b.String()
 }
 

@@ -61,7 +61,8 @@ type Options struct {
 	// Threshold overrides Config.Threshold when in (0, 1] (X-RCM-Threshold).
 	Threshold float64
 	// Task is an explicit tag for the current turn (X-RCM-Task); it is
-	// lower-cased and ignored unless a valid task name (as NAME in "[task: NAME]").
+	// lower-cased and ignored unless a valid task name (as NAME in
+	// "[task: NAME]").
 	Task string
 	// Tasks are the ids the session already holds (from the store), so
 	// that a new task is never given an id in use, even after compaction

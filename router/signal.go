@@ -111,9 +111,9 @@ func addRoot(roots []string, r string) []string {
 	return append(roots, r)
 }
 
-// writtenTag returns the task named by the written convention "[task: NAME]" in a
-// request (the first one; case-insensitive keyword, NAME lower-cased: 1 to
-// 64 letters, digits, '-', '_', '.', '/'), or "".
+// writtenTag returns the task named by the written convention
+// "[task: NAME]" in a request (the first one; case-insensitive keyword,
+// NAME lower-cased: 1 to 64 letters, digits, '-', '_', '.', '/'), or "".
 func writtenTag(text string) string {
 	for rest := text; ; {
 		i := strings.IndexByte(rest, '[')
@@ -192,8 +192,8 @@ func refersBack(req string) bool {
 	return false
 }
 
-// isFollowUp reports whether a request is a short follow-up that continues the
-// current task: a slash command ("/review", or Claude Code's
+// isFollowUp reports whether a request is a short follow-up that continues
+// the current task: a slash command ("/review", or Claude Code's
 // <command-name>/review</command-name>), at most four words, or at most
 // eight words opening with a reply word ("yes", "go", "commit", "let's", ...).
 func isFollowUp(text string) bool {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -148,7 +149,7 @@ func newFitter(t *transcript.Transcript, e transcript.Edit) *fitter {
 	}
 	for ti, tr := range t.Turns {
 		for i := tr.Start; i < tr.End && i < len(f.kept); i++ {
-			if f.kept[i] && !system(t.Messages[i].Role) {
+			if f.kept[i] && !t.Messages[i].System() {
 				f.turnKept[ti] = true
 				break
 			}
@@ -244,7 +245,7 @@ func (f *fitter) condense(ti int) bool {
 func (f *fitter) drop(ti int) {
 	tr := f.t.Turns[ti]
 	for i := tr.Start; i < tr.End; i++ {
-		if !f.kept[i] || system(f.t.Messages[i].Role) {
+		if !f.kept[i] || f.t.Messages[i].System() {
 			continue
 		}
 		f.bytes -= len(f.raw(i))
@@ -281,11 +282,7 @@ func condenseBlocks(raw []byte, assistant bool) ([]byte, bool) {
 		if len(text) <= longText {
 			return
 		}
-		q, err := quote(cut(text, what))
-		if err != nil {
-			return
-		}
-		if o, err := sjson.SetRawBytes(out, path, q); err == nil {
+		if o, err := sjson.SetRawBytes(out, path, str.Quote(cut(text, what))); err == nil {
 			out, cutAny = o, true
 		}
 	}
@@ -311,5 +308,3 @@ func condenseBlocks(raw []byte, assistant bool) ([]byte, bool) {
 	}
 	return out, cutAny && len(out) < len(raw)
 }
-
-func system(role string) bool { return role == "system" || role == "developer" }

@@ -67,7 +67,7 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
-	if _, err := transcript.Parse(transcript.OpenAIChat, built, nil); err != nil {
+	if _, err := transcript.Parse(transcript.OpenAIChat, built, transcript.Hints{}); err != nil {
 		t.Fatalf("rebuilt body does not parse: %v", err)
 	}
 	if got := Estimate(len(built)); rep.TokensAfter < got {
@@ -93,7 +93,7 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 			switch {
 			case inOut[i]:
 				kept++
-			case system(m.Role):
+			case m.System():
 				t.Fatalf("system message %d dropped", i)
 			default:
 				lost++
@@ -112,7 +112,7 @@ func checkFit(t testing.TB, tr *transcript.Transcript, e, out transcript.Edit, r
 			if bytes.Equal(raw, newRaw) {
 				continue
 			}
-			if ti >= current || m.Role == "user" || system(m.Role) || turn.Kind == transcript.Summary {
+			if ti >= current || m.Role == "user" || m.System() || turn.Kind == transcript.Summary {
 				t.Fatalf("turn %d message %d (%s) changed", ti, i, m.Role)
 			}
 			text := gjson.GetBytes(newRaw, "content").Str
@@ -281,7 +281,7 @@ func FuzzFit(f *testing.F) {
 	f.Add(session(3, 4200, 0, false), 2500, 2, uint64(0b11))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"tool","content":5}]}`), 1, 1, uint64(1))
 	f.Fuzz(func(t *testing.T, body []byte, budget, current int, mask uint64) {
-		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 		if err != nil {
 			return
 		}
@@ -334,7 +334,7 @@ func TestFitResponses(t *testing.T) {
 		`{"type":"function_call_output","call_id":"c1","output":` + strconv.Quote(long) + `},` +
 		`{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":` + strconv.Quote(long) + `}]},` +
 		`{"role":"user","content":"second"}]}`
-	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), nil)
+	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
-	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -13,7 +12,7 @@ import (
 func claudeCode(t *testing.T, name string) *transcript.Transcript {
 	t.Helper()
 	r := capture.LoadIn(t, capture.ClaudeCodeDir(), name)
-	tr, err := transcript.Parse(transcript.AnthropicMessages, r.Body, r.Header)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, r.Body, transcript.AnthropicMessages.Hints(r.Header))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +25,8 @@ func claudeCode(t *testing.T, name string) *transcript.Transcript {
 // appended to that message, everything else byte-identical.
 func TestRewriteClaudeCode(t *testing.T) {
 	tasks := []TaskState{
-		{ID: "t1", Record: memory.Record{Requirements: []memory.Requirement{{Text: "fix the compiler"}}}},
-		{ID: "t2", Active: true, Record: memory.Record{Requirements: []memory.Requirement{{Text: "test the validator"}}}},
+		{ID: "t1", Requirements: []Requirement{{Text: "fix the compiler"}}},
+		{ID: "t2", Active: true, Requirements: []Requirement{{Text: "test the validator"}}},
 	}
 	for _, name := range []string{"compaction_manual_request", "compaction_auto_request"} {
 		tr := claudeCode(t, name)
@@ -85,11 +84,11 @@ func TestSummaryTextClaudeCode(t *testing.T) {
 // user's request stay.
 func TestFitMessagesKeepsPairs(t *testing.T) {
 	long := strings.Repeat("line of output\n", 1000)
-	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"first task"},{"type":"text","text":` + mustQuote(t, long) + `}]},` +
-		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(t, long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(t, long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]},` +
-		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(t, long) + `}]}]}`)
-	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"first task"},{"type":"text","text":` + mustQuote(long) + `}]},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":` + mustQuote(long) + `},{"type":"tool_use","id":"u1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":` + mustQuote(long) + `},{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":` + mustQuote(long) + `}]}]},` +
+		`{"role":"assistant","content":"done"},{"role":"user","content":[{"type":"text","text":` + mustQuote(long) + `}]}]}`)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

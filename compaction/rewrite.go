@@ -5,17 +5,30 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// TaskState is what Rewrite knows of one task of the session.
+// TaskState is what Rewrite knows of one task of the session: the parts of
+// its record (memory.Record) that the summary must keep.
 type TaskState struct {
-	ID     string
-	Record memory.Record
-	Active bool // the task being worked on last
+	ID        string
+	Active    bool   // the task being worked on last
+	Workspace string // the checkout the task works in
+	// Requirements are the task's requests, verbatim and oldest first.
+	Requirements []Requirement
+	Unfinished   []string
+	FilesChanged []string
+	LastTest     string // the last test command and its outcome
+}
+
+// Requirement is one request of a task; an amendment (Amends) is listed
+// after what it amends, not merged into it.
+type Requirement struct {
+	Text   string
+	Amends bool
 }
 
 // Errors of Rewrite. With either, the returned Edit still keeps every
@@ -116,15 +129,11 @@ func appendText(raw []byte, text string) ([]byte, error) {
 	case c.Type == gjson.String:
 		return withContent(raw, c.Str+text)
 	case c.IsArray():
-		q, err := quote(text)
-		if err != nil {
-			return nil, fmt.Errorf("compaction: encode prompt: %w", err)
-		}
 		typ := "text"
 		if c.Get("0.type").Str == "input_text" {
 			typ = "input_text"
 		}
-		part := append(append([]byte(`{"type":"`+typ+`","text":`), q...), '}')
+		part := append(append([]byte(`{"type":"`+typ+`","text":`), str.Quote(text)...), '}')
 		out, err := sjson.SetRawBytes(raw, "content.-1", part)
 		if err != nil {
 			return nil, fmt.Errorf("compaction: append prompt part: %w", err)
@@ -147,30 +156,29 @@ func taskBrief(tasks []TaskState) string {
 		if ts.Active {
 			active = append(active, ts.ID)
 		}
-		r := &ts.Record
 		fmt.Fprintf(&b, "\n<task id=%q", ts.ID)
 		if ts.Active {
 			b.WriteString(` active="true"`)
 		}
 		b.WriteString(">\n")
-		if r.Workspace != "" {
-			fmt.Fprintf(&b, "Workspace: %s\n", r.Workspace)
+		if ts.Workspace != "" {
+			fmt.Fprintf(&b, "Workspace: %s\n", ts.Workspace)
 		}
-		for _, q := range r.Requirements {
+		for _, q := range ts.Requirements {
 			if q.Amends {
 				fmt.Fprintf(&b, "<requirement amends=\"true\">%s</requirement>\n", q.Text)
 			} else {
 				fmt.Fprintf(&b, "<requirement>%s</requirement>\n", q.Text)
 			}
 		}
-		for _, u := range r.Unfinished {
+		for _, u := range ts.Unfinished {
 			fmt.Fprintf(&b, "<unfinished>%s</unfinished>\n", u)
 		}
-		if len(r.FilesChanged) > 0 {
-			fmt.Fprintf(&b, "Files changed: %s\n", strings.Join(r.FilesChanged, ", "))
+		if len(ts.FilesChanged) > 0 {
+			fmt.Fprintf(&b, "Files changed: %s\n", strings.Join(ts.FilesChanged, ", "))
 		}
-		if lt := r.LastTest; lt != nil {
-			fmt.Fprintf(&b, "Last test: %s %s\n", lt.Cmd, lt.Outcome)
+		if ts.LastTest != "" {
+			fmt.Fprintf(&b, "Last test: %s\n", ts.LastTest)
 		}
 		b.WriteString("</task>\n")
 	}

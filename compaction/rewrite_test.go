@@ -9,33 +9,30 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/internal/chattest"
-	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
 func sampleTasks() []TaskState {
 	return []TaskState{
-		{ID: "t1", Record: memory.Record{
-			Task:      "t1",
+		{
+			ID:        "t1",
 			Workspace: "/work/ws1",
-			Requirements: []memory.Requirement{
+			Requirements: []Requirement{
 				{Text: "Fix the off-by-one in `parse_range` (src/range.py) so that \"1-3\" yields 3 items."},
 				{Text: "Also keep <end> inclusive\nand add a test for it.", Amends: true},
 			},
 			Unfinished:   []string{"add test_parse_range_inclusive"},
 			FilesChanged: []string{"src/range.py"},
-		}},
-		{ID: "t2", Record: memory.Record{
-			Task:         "t2",
-			Requirements: []memory.Requirement{{Text: "Rename the CLI flag --verbose to --debug & update the docs (ünïcode ok)."}},
+		},
+		{
+			ID:           "t2",
+			Requirements: []Requirement{{Text: "Rename the CLI flag --verbose to --debug & update the docs (ünïcode ok)."}},
 			Unfinished:   []string{"docs/cli.md still says --verbose", "run the CLI tests"},
-			LastTest:     &memory.TestRun{Command: memory.Command{Cmd: "pytest tests/cli"}, Outcome: "failed: 2 of 9"},
-		}},
-		{ID: "t3", Active: true, Record: memory.Record{
-			Task:         "t3",
-			Requirements: []memory.Requirement{{Text: "serve msg 2 NOTOOL"}},
-		}},
+			LastTest:     "pytest tests/cli failed: 2 of 9",
+		},
+		{ID: "t3", Active: true, Requirements: []Requirement{{Text: "serve msg 2 NOTOOL"}}},
 	}
 }
 
@@ -96,12 +93,12 @@ func TestRewriteCaptures(t *testing.T) {
 			}
 			added := text[len(orig):]
 			for _, ts := range tasks {
-				for _, q := range ts.Record.Requirements {
+				for _, q := range ts.Requirements {
 					if !strings.Contains(added, q.Text) {
 						t.Errorf("task %s: requirement %q missing", ts.ID, q.Text)
 					}
 				}
-				for _, u := range ts.Record.Unfinished {
+				for _, u := range ts.Unfinished {
 					if !strings.Contains(added, u) {
 						t.Errorf("task %s: unfinished %q missing", ts.ID, u)
 					}
@@ -169,7 +166,7 @@ func TestRewriteErrors(t *testing.T) {
 
 func TestRewritePromptParts(t *testing.T) {
 	sys := "You are a context summarization agent. Summarise."
-	body := []byte(`{"model":"m1","messages":[{"role":"system","content":` + mustQuote(t, sys) +
+	body := []byte(`{"model":"m1","messages":[{"role":"system","content":` + mustQuote(sys) +
 		`},{"role":"user","content":[{"type":"text","text":"<conversation>\n[User]: hi\n</conversation>\n<template>\n## Objective\n</template>"}]}],"stream":true}`)
 	tr := chattest.Parse(t, body)
 	e, err := Rewrite(tr, sampleTasks())
@@ -194,13 +191,7 @@ func TestRewritePromptParts(t *testing.T) {
 	}
 }
 
-func mustQuote(t *testing.T, s string) string {
-	q, err := quote(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(q)
-}
+func mustQuote(s string) string { return string(str.Quote(s)) }
 
 // Codex's inline compaction (the context checkpoint prompt, a Responses
 // message with input_text parts) gets the task brief as one more
@@ -208,7 +199,7 @@ func mustQuote(t *testing.T, s string) string {
 func TestRewriteCodexCheckpoint(t *testing.T) {
 	for _, name := range []string{"compaction_inline_request", "compaction_manual_tui_request"} {
 		r := capture.Codex(t, name)
-		tr, err := transcript.Parse(transcript.OpenAIResponses, r.Body, r.Header)
+		tr, err := transcript.Parse(transcript.OpenAIResponses, r.Body, transcript.OpenAIResponses.Hints(r.Header))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -327,11 +328,7 @@ func scopeContinued(t *transcript.Transcript, at int, task string, sections map[
 	if !ok {
 		return nil, false
 	}
-	q, err := quote(c.head + own + c.tail)
-	if err != nil {
-		return nil, false
-	}
-	out, err := sjson.SetRawBytes(raw, c.path, q)
+	out, err := sjson.SetRawBytes(raw, c.path, str.Quote(c.head+own+c.tail))
 	if err != nil {
 		return nil, false
 	}

@@ -131,7 +131,7 @@ func FuzzSplitSummary(f *testing.F) {
 func summaryCapture(t *testing.T, text string) []byte {
 	t.Helper()
 	body := capture.Body(t, "after_autocompaction_request")
-	q := mustQuote(t, text)
+	q := mustQuote(text)
 	out, err := sjson.SetRawBytes(body, "messages.2.content", []byte(q))
 	if err != nil {
 		t.Fatal(err)

@@ -49,15 +49,15 @@ func writeLoop(path string) {
 			fps[j] = transcript.Fingerprint{byte(i), byte(i >> 8), byte(j)}
 			labels[j] = Label{Task: "t", Confidence: 0.9, Method: "lexical"}
 		}
-		if err := s.PutLabels("s", fps, labels); err != nil {
+		if err := s.putLabels("s", fps, labels); err != nil {
 			fmt.Println("labels:", err)
 			os.Exit(7)
 		}
-		if err := s.AppendEvent("s", Event{Task: "t", Kind: "agent"}); err != nil {
+		if err := s.appendEvent("s", Event{Task: "t", Kind: "agent"}); err != nil {
 			fmt.Println("event:", err)
 			os.Exit(8)
 		}
-		if err := s.PutRecord("s", crashRecord(i)); err != nil {
+		if err := s.putRecord("s", crashRecord(i)); err != nil {
 			fmt.Println("record:", err)
 			os.Exit(9)
 		}

@@ -4,9 +4,9 @@
 // records M_z, and an append-only, bounded log of calls and their routing
 // decisions (events) for the inspector (each with the call's details: a few
 // bytes per turn, plus the record message injected, which --memory-tokens
-// bounds), and the memory messages frozen per turn (Frozen, FrozenAt,
-// PutFrozen): the record placed before a turn (the start of a run of its
-// task) stays the same bytes in every later call.
+// bounds), and the memory messages frozen per turn (FrozenAt, PutFrozen):
+// the record placed before a turn (the start of a run of its task) stays
+// the same bytes in every later call.
 //
 // It also builds the records: Record.Observe folds one model call (the
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply

@@ -52,12 +52,7 @@ type TurnStat struct {
 }
 
 // AppendEvent appends e to the log of session, numbering it, and deletes
-// the oldest events beyond Options.MaxEvents.
-func (s *Store) AppendEvent(session string, e Event) error {
-	return s.Update(func(w *Tx) error { return w.AppendEvent(session, &e) })
-}
-
-// AppendEvent is Store.AppendEvent within the transaction w; it sets e.Seq.
+// the oldest events beyond Options.MaxEvents; it sets e.Seq.
 func (w *Tx) AppendEvent(session string, e *Event) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: append event: %w", err)

@@ -20,7 +20,7 @@ func FuzzObserve(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"fix it"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{\"command\":\"pytest -q\"}"}}]},{"role":"tool","tool_call_id":"a","content":"1 failed in 0.1s\nexit code: 1"},{"role":"user","content":"actually, also fix y"}]}`),
 		[]byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"todowrite","arguments":"{\"todos\":[{\"content\":\"x\",\"status\":\"pending\"}]}"}}]}}]}`), false)
 	f.Fuzz(func(t *testing.T, body, reply []byte, sse bool) {
-		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 		if err != nil || len(tr.Turns) == 0 {
 			return
 		}

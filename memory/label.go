@@ -59,14 +59,9 @@ func (s *Store) Labels(session string, fps []transcript.Fingerprint) ([]Label, [
 	return labels, found, nil
 }
 
-// PutLabels stores labels[i] for fps[i] of session, in one transaction. A
+// PutLabels stores labels[i] for fps[i] of session. A
 // label already stored with Routed set is kept as it is; any other (or an
 // undecodable one) is replaced.
-func (s *Store) PutLabels(session string, fps []transcript.Fingerprint, labels []Label) error {
-	return s.Update(func(w *Tx) error { return w.PutLabels(session, fps, labels) })
-}
-
-// PutLabels is Store.PutLabels within the transaction w.
 func (w *Tx) PutLabels(session string, fps []transcript.Fingerprint, labels []Label) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put labels: %w", err)

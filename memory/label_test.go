@@ -25,7 +25,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 		{Task: "t2", Confidence: 0.5, Method: "signal"},
 		{Task: "", Confidence: 0, Method: ""},
 	}
-	if err := s.PutLabels("s", fps, in); err != nil {
+	if err := s.putLabels("s", fps, in); err != nil {
 		t.Fatal(err)
 	}
 	got, found, err := s.Labels("s", []transcript.Fingerprint{fp(3), fp(9), fp(1), fp(2)})
@@ -61,7 +61,7 @@ func TestPutLabelsRejects(t *testing.T) {
 		"time too late":   {"s", []transcript.Fingerprint{fp(1)}, []Label{{At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 	}
 	for name, c := range cases {
-		if err := s.PutLabels(c.session, c.fps, c.labels); err == nil {
+		if err := s.putLabels(c.session, c.fps, c.labels); err == nil {
 			t.Errorf("%s: PutLabels succeeded", name)
 		}
 	}
@@ -77,19 +77,19 @@ func TestRoutedLabelsNeverChange(t *testing.T) {
 		{Task: "t1", Confidence: 0.9, Method: "lexical", Routed: true},
 		{Task: "t1", Confidence: 0.4, Method: "lexical"}, // fallback
 	}
-	if err := s.PutLabels("s", fps, first); err != nil {
+	if err := s.putLabels("s", fps, first); err != nil {
 		t.Fatal(err)
 	}
 	second := []Label{
 		{Task: "t2", Confidence: 0.99, Method: "llm", Routed: true},
 		{Task: "t2", Confidence: 0.95, Method: "signal", Routed: true},
 	}
-	if err := s.PutLabels("s", fps, second); err != nil {
+	if err := s.putLabels("s", fps, second); err != nil {
 		t.Fatal(err)
 	}
 	// A routed label may not even be demoted to a fallback one.
 	third := []Label{{Task: "t3"}, {Task: "t3"}}
-	if err := s.PutLabels("s", fps, third); err != nil {
+	if err := s.putLabels("s", fps, third); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := s.Labels("s", fps)
@@ -118,7 +118,7 @@ func putRaw(t *testing.T, s *Store, session string, bucket, key, val []byte) {
 func TestCorruptLabel(t *testing.T) {
 	s := openTest(t, Options{})
 	good := []Label{{Task: "t1", Confidence: 1, Routed: true}}
-	if err := s.PutLabels("s", []transcript.Fingerprint{fp(1)}, good); err != nil {
+	if err := s.putLabels("s", []transcript.Fingerprint{fp(1)}, good); err != nil {
 		t.Fatal(err)
 	}
 	bad := fp(2)
@@ -132,7 +132,7 @@ func TestCorruptLabel(t *testing.T) {
 		t.Fatalf("good label after corruption: %+v %v %v", got, found, err)
 	}
 	repair := []Label{{Task: "t2", Confidence: 0.9, Routed: true}}
-	if err := s.PutLabels("s", []transcript.Fingerprint{bad}, repair); err != nil {
+	if err := s.putLabels("s", []transcript.Fingerprint{bad}, repair); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := s.Labels("s", []transcript.Fingerprint{bad}); err != nil || got[0] != repair[0] {
@@ -206,7 +206,7 @@ func BenchmarkLabels200(b *testing.B) {
 		fps[i] = fp(i)
 		labels[i] = Label{Task: fmt.Sprintf("t%d", i%5), Confidence: 0.9, Method: "lexical", Routed: true, At: at}
 	}
-	if err := s.PutLabels("session-with-200-turns", fps, labels); err != nil {
+	if err := s.putLabels("session-with-200-turns", fps, labels); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -37,7 +37,7 @@ func hugeBody(n int) []byte {
 // transaction), and the other writes' p50, p99 and max latency.
 func BenchmarkWriterLag(b *testing.B) {
 	body := hugeBody(300_000)
-	tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+	tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 	if err != nil {
 		b.Fatal(err)
 	}

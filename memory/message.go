@@ -3,10 +3,10 @@ package memory
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"html"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/transcript"
 	bolt "go.etcd.io/bbolt"
@@ -47,18 +47,10 @@ func Message(r Record, maxTokens int) []byte {
 	}
 }
 
-// encodeMessage writes {"role":"user","content":text} with encoding/json's
-// escaping (HTML characters left as they are, which JSON allows).
+// encodeMessage writes {"role":"user","content":text}, text as str.Quote
+// encodes it.
 func encodeMessage(text string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	// Encoding a struct of two strings cannot fail.
-	_ = enc.Encode(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{"user", text})
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return append(append([]byte(`{"role":"user","content":`), str.Quote(text)...), '}')
 }
 
 // maxFrozen is how many frozen messages each task keeps. A record placed at
@@ -78,17 +70,11 @@ func frozenKey(task string, fp transcript.Fingerprint) []byte {
 	return append(k, fp[:]...)
 }
 
-// Frozen returns the memory message frozen for the turn fp of task (placed
-// before that turn), so that every later call forwards the same bytes at
-// the same place (a provider's prefix cache keeps hitting), and whether
-// there is one.
-func (s *Store) Frozen(session, task string, fp transcript.Fingerprint) ([]byte, bool, error) {
-	msgs, found, err := s.FrozenAt(session, task, []transcript.Fingerprint{fp})
-	return msgs[0], found[0], err
-}
-
-// FrozenAt is Frozen for several turns of task in one read: msgs[i] and
-// found[i] are those of the turn fps[i].
+// FrozenAt returns the memory messages frozen for the turns fps of task
+// (each placed before its turn), so that every later call forwards the same
+// bytes at the same place (a provider's prefix cache keeps hitting), in one
+// read: msgs[i] and found[i] (whether there is one) are those of the turn
+// fps[i].
 func (s *Store) FrozenAt(session, task string, fps []transcript.Fingerprint) (msgs [][]byte, found []bool, err error) {
 	msgs, found = make([][]byte, len(fps)), make([]bool, len(fps))
 	err = s.view("frozen "+session+"/"+task, func(tx *bolt.Tx) error {
@@ -110,11 +96,6 @@ func (s *Store) FrozenAt(session, task string, fps []transcript.Fingerprint) (ms
 // first message frozen for a turn stays: a later PutFrozen for the same turn
 // (two calls of the turn racing) keeps it, so that every call after the
 // first forwards the same bytes. Each task keeps the maxFrozen latest turns.
-func (s *Store) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
-	return s.Update(func(w *Tx) error { return w.PutFrozen(session, task, fp, msg) })
-}
-
-// PutFrozen is Store.PutFrozen within the transaction w.
 func (w *Tx) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put frozen: %w", err)

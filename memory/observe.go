@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -403,15 +403,13 @@ func (r *Record) setTodos(todos gjson.Result) {
 	r.Unfinished = open
 }
 
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+// clip cuts s to at most n bytes on a rune boundary (str.Clip), marking the
+// cut.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return str.Clip(s, n) + "…"
 }
 
 // oneLine shortens a multi-line text (a command with a here-document, a

@@ -20,7 +20,7 @@ func TestObserveClaudeCode(t *testing.T) {
 		`{"role":"system","content":"# Environment"},` +
 		`{"role":"assistant","content":[{"type":"thinking","thinking":"","signature":"s"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cd /work/ws3 && python -m pytest tests -q"}},{"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"/work/ws3/pkg/parse.py","old_string":"a","new_string":"b"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"F..\n=================== 1 failed, 2 passed in 0.12s ===================\n","is_error":true},{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"ok"}]}]}]}`)
-	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

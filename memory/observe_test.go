@@ -410,7 +410,7 @@ func FuzzObserveReply(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"done\",\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"todowrite\",\"arguments\":\"{\\\"todos\\\":[{\\\"content\\\":\\\"x\\\",\\\"status\\\":\\\"pending\\\"}]}\"}}]}}]}\n\n"), true)
 	f.Add([]byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"bash","arguments":"{\"command\":\"go test ./...\"}"}}]}}]}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, sse bool) {
-		tr, err := transcript.Parse(transcript.OpenAIChat, []byte(`{"messages":[{"role":"user","content":"fix it"}]}`), nil)
+		tr, err := transcript.Parse(transcript.OpenAIChat, []byte(`{"messages":[{"role":"user","content":"fix it"}]}`), transcript.Hints{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +428,7 @@ func TestObserveCodexTools(t *testing.T) {
 		"classic_tools_tool_result_request": "echo classic-tools > m.txt",
 	} {
 		c := capture.Codex(t, name)
-		tr, err := transcript.Parse(transcript.OpenAIResponses, c.Body, c.Header)
+		tr, err := transcript.Parse(transcript.OpenAIResponses, c.Body, transcript.OpenAIResponses.Hints(c.Header))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +442,7 @@ func TestObserveCodexTools(t *testing.T) {
 		`{"type":"custom_tool_call","call_id":"c1","name":"apply_patch","input":"*** Begin Patch\n*** Update File: /w/a.go\n@@\n-a\n+b\n*** End Patch"},` +
 		`{"type":"custom_tool_call","call_id":"c2","name":"exec","input":"const r = await tools.exec_command({cmd: \"go test ./...\", workdir: \"/w\"});\ntext(r);"},` +
 		`{"type":"custom_tool_call_output","call_id":"c2","output":[{"type":"input_text","text":"{\"exit_code\":1,\"output\":\"FAIL\"}"}]}]}`
-	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), nil)
+	tr, err := transcript.Parse(transcript.OpenAIResponses, []byte(body), transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,11 +17,11 @@ func TestSessionPage(t *testing.T) {
 	// used again last, so it leads.
 	at := map[string]time.Duration{"s0": 0, "s1": 1, "s2": 2, "s3": 2, "s4": 4, "s5": 5, "s6": 6}
 	for _, id := range []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6"} {
-		if err := s.Touch(id, "", t0.Add(at[id]*time.Second)); err != nil {
+		if err := s.touch(id, "", t0.Add(at[id]*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Touch("s0", "", t0.Add(10*time.Second)); err != nil {
+	if err := s.touch("s0", "", t0.Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -64,7 +64,7 @@ func TestCountTurns(t *testing.T) {
 	s := openTest(t, Options{})
 	labels := []Label{{Task: "t1", Routed: true}, {Task: "t2", Routed: true}, {Task: "t1", Routed: true}, {Task: "t2"}}
 	fps := []transcript.Fingerprint{fp(1), fp(2), fp(3), fp(4)}
-	if err := s.PutLabels("s", fps, labels); err != nil {
+	if err := s.putLabels("s", fps, labels); err != nil {
 		t.Fatal(err)
 	}
 	tasks := []Task{{ID: "t1"}, {ID: "t2"}, {ID: "t3"}}

@@ -83,16 +83,6 @@ func (s *Store) Records(session string) ([]Record, error) {
 	})
 }
 
-// PutRecord stores r as the record of r.Task in session, replacing what was
-// there; its Version becomes the stored one's plus one.
-func (s *Store) PutRecord(session string, r Record) error {
-	return s.UpdateRecord(session, r.Task, func(old *Record) error {
-		r.Version = old.Version
-		*old = r
-		return nil
-	})
-}
-
 // UpdateRecord reads the record of task (the zero Record with Task set when
 // there is none), lets fn change it and stores the result, all in one
 // transaction, so that concurrent updates of one record do not lose each

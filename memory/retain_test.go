@@ -56,7 +56,7 @@ func gone(t *testing.T, s *Store, id string) bool {
 	recs, _ := s.Records(id)
 	evs, _ := s.Events(id, 0)
 	tasks, _ := s.Tasks(id)
-	_, frozen, _ := s.Frozen(id, "t1", transcript.Fingerprint{1})
+	_, frozen, _ := s.frozen(id, "t1", transcript.Fingerprint{1})
 	return !found && len(recs) == 0 && len(evs) == 0 && len(tasks) == 0 && !frozen
 }
 
@@ -227,7 +227,7 @@ func TestRequirementsCapped(t *testing.T) {
 // TestObserveStopsWhenDone: a done context stops the reading of turns, and
 // a later call reads the turns left, ending where one full reading ends.
 func TestObserveStopsWhenDone(t *testing.T) {
-	tr, err := transcript.Parse(transcript.OpenAIChat, hugeBody(4000), nil)
+	tr, err := transcript.Parse(transcript.OpenAIChat, hugeBody(4000), transcript.Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,6 @@ type Session struct {
 // Touch records a call of session id at now: it creates the session on its
 // first call and otherwise counts the call and moves Updated forward. A
 // parent id, once known, is kept.
-func (s *Store) Touch(id, parent string, now time.Time) error {
-	return s.Update(func(w *Tx) error { return w.Touch(id, parent, now) })
-}
-
-// Touch is Store.Touch within the transaction w.
 func (w *Tx) Touch(id, parent string, now time.Time) error {
 	if err := checkID("session", id); err != nil {
 		return fmt.Errorf("memory: touch: %w", err)

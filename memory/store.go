@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout version this package reads and writes.
-const SchemaVersion = 1
+// schemaVersion is the layout version this package reads and writes.
+const schemaVersion = 1
 
 var (
 	// ErrLocked means another process (another rcm) holds the store's file.
@@ -152,9 +152,6 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Path is the file the store was opened from.
-func (s *Store) Path() string { return s.path }
-
 // Close stops the sweeper and releases the file and its lock.
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() {
@@ -181,7 +178,7 @@ var migrations = []func(*bolt.Tx) error{
 	},
 }
 
-// migrate brings the file to SchemaVersion. A new file has no meta bucket
+// migrate brings the file to schemaVersion. A new file has no meta bucket
 // and counts as version 0.
 func migrate(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -195,16 +192,16 @@ func migrate(tx *bolt.Tx) error {
 		}
 		version = binary.BigEndian.Uint64(v)
 	}
-	if version > SchemaVersion {
+	if version > schemaVersion {
 		return fmt.Errorf("%w: file has version %d, this rcm knows up to %d (upgrade rcm or use another --db)",
-			ErrSchema, version, SchemaVersion)
+			ErrSchema, version, schemaVersion)
 	}
-	for ; version < SchemaVersion; version++ {
+	for ; version < schemaVersion; version++ {
 		if err := migrations[version](tx); err != nil {
 			return fmt.Errorf("schema: migrate %d -> %d: %w", version, version+1, err)
 		}
 	}
-	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion))
+	return meta.Put(keySchema, binary.BigEndian.AppendUint64(nil, schemaVersion))
 }
 
 // maxIDLen bounds session and task ids (bbolt keys may be up to 32 KiB;

@@ -27,7 +27,7 @@ func TestSessions(t *testing.T) {
 		{"b", "z", t0.Add(30 * time.Second)}, // late clock: Updated stays, parent kept
 	}
 	for _, st := range steps {
-		if err := s.Touch(st.id, st.parent, st.at); err != nil {
+		if err := s.touch(st.id, st.parent, st.at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +48,7 @@ func TestSessions(t *testing.T) {
 	if _, found, err := s.Session("nope"); err != nil || found {
 		t.Errorf("Session(nope): found %v, %v", found, err)
 	}
-	if err := s.Touch("", "", t0); err == nil {
+	if err := s.touch("", "", t0); err == nil {
 		t.Error("Touch with an empty id succeeded")
 	}
 }
@@ -61,12 +61,12 @@ func TestTasks(t *testing.T) {
 		{ID: "t1", Name: "docs", Created: t0.Add(time.Minute)},
 	}
 	for _, task := range tasks {
-		if err := s.PutTask("s", task); err != nil {
+		if err := s.putTask("s", task); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tasks[1].Turns = 4
-	if err := s.PutTask("s", tasks[1]); err != nil {
+	if err := s.putTask("s", tasks[1]); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Tasks("s")
@@ -79,7 +79,7 @@ func TestTasks(t *testing.T) {
 	if got, err := s.Tasks("other"); err != nil || len(got) != 0 {
 		t.Errorf("Tasks(other) = %+v %v", got, err)
 	}
-	if err := s.PutTask("s", Task{}); err == nil {
+	if err := s.putTask("s", Task{}); err == nil {
 		t.Error("PutTask without an id succeeded")
 	}
 }
@@ -103,7 +103,7 @@ func TestRecords(t *testing.T) {
 		Summary:      "half way",
 		Updated:      t0,
 	}
-	if err := s.PutRecord("s", r); err != nil {
+	if err := s.putRecord("s", r); err != nil {
 		t.Fatal(err)
 	}
 	got, found, err := s.Record("s", "t1")
@@ -135,7 +135,7 @@ func TestRecords(t *testing.T) {
 	if got, _, _ := s.Record("s", "t1"); got.Summary != "half way" || got.Version != 2 {
 		t.Errorf("after failed update: %+v", got)
 	}
-	if err := s.PutRecord("s", Record{Task: "t0"}); err != nil {
+	if err := s.putRecord("s", Record{Task: "t0"}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.Records("s")
@@ -145,7 +145,7 @@ func TestRecords(t *testing.T) {
 	if _, found, err := s.Record("s", "none"); found || err != nil {
 		t.Errorf("missing record: %v %v", found, err)
 	}
-	if err := s.PutRecord("s", Record{}); err == nil {
+	if err := s.putRecord("s", Record{}); err == nil {
 		t.Error("PutRecord without a task succeeded")
 	}
 }
@@ -153,11 +153,11 @@ func TestRecords(t *testing.T) {
 func TestEventsTrimmed(t *testing.T) {
 	s := openTest(t, Options{MaxEvents: 5})
 	for i := 1; i <= 12; i++ {
-		if err := s.AppendEvent("s", Event{At: t0.Add(time.Duration(i) * time.Second), Kind: "agent", Task: fmt.Sprint("t", i), TokensIn: i}); err != nil {
+		if err := s.appendEvent("s", Event{At: t0.Add(time.Duration(i) * time.Second), Kind: "agent", Task: fmt.Sprint("t", i), TokensIn: i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AppendEvent("other", Event{Task: "x"}); err != nil {
+	if err := s.appendEvent("other", Event{Task: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := s.Events("s", 0)
@@ -192,13 +192,13 @@ func TestEventsTrimmed(t *testing.T) {
 
 func TestCorruptValuesGiveErrors(t *testing.T) {
 	s := openTest(t, Options{})
-	if err := s.PutRecord("s", Record{Task: "good", Summary: "fine"}); err != nil {
+	if err := s.putRecord("s", Record{Task: "good", Summary: "fine"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendEvent("s", Event{Task: "good"}); err != nil {
+	if err := s.appendEvent("s", Event{Task: "good"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Touch("good", "", t0); err != nil {
+	if err := s.touch("good", "", t0); err != nil {
 		t.Fatal(err)
 	}
 	junk := []byte(`{"task": "bad", "version": "not a number`)
@@ -215,7 +215,7 @@ func TestCorruptValuesGiveErrors(t *testing.T) {
 	_, _, checks["Session"] = s.Session("bad")
 	_, checks["Sessions"] = s.Sessions()
 	checks["UpdateRecord"] = s.UpdateRecord("s", "bad", func(*Record) error { return nil })
-	checks["Touch"] = s.Touch("bad", "", t0)
+	checks["Touch"] = s.touch("bad", "", t0)
 	for op, err := range checks {
 		if err == nil || !strings.Contains(err.Error(), `"bad"`) && !strings.Contains(err.Error(), "0000000000000063") {
 			t.Errorf("%s: %v, want an error naming the bad key", op, err)
@@ -252,9 +252,9 @@ func TestConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			session := fmt.Sprint("session-", w)
 			for i := range rounds {
-				errs <- s.Touch(session, "", t0.Add(time.Duration(i)*time.Second))
-				errs <- s.PutLabels(session, []transcript.Fingerprint{fp(i)}, []Label{{Task: session, Routed: true}})
-				errs <- s.AppendEvent(session, Event{TokensIn: i})
+				errs <- s.touch(session, "", t0.Add(time.Duration(i)*time.Second))
+				errs <- s.putLabels(session, []transcript.Fingerprint{fp(i)}, []Label{{Task: session, Routed: true}})
+				errs <- s.appendEvent(session, Event{TokensIn: i})
 				errs <- s.UpdateRecord(session, "t", func(r *Record) error {
 					r.Progress = append(r.Progress, fmt.Sprint(i))
 					return nil

@@ -20,11 +20,6 @@ type Task struct {
 }
 
 // PutTask creates or replaces task t of session.
-func (s *Store) PutTask(session string, t Task) error {
-	return s.Update(func(w *Tx) error { return w.PutTask(session, t) })
-}
-
-// PutTask is Store.PutTask within the transaction w.
 func (w *Tx) PutTask(session string, t Task) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: put task: %w", err)

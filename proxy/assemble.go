@@ -93,7 +93,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 			return a
 		}
 	}
-	t, err := transcript.Parse(format, body, r.Header)
+	t, err := transcript.Parse(format, body, format.Hints(r.Header))
 	a.session = sessionID(r.Header, t)
 	if err != nil {
 		a.invalid = true

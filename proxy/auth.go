@@ -27,18 +27,18 @@ const cookieAuth = "rcm_auth"
 // (Origin); without a token, so is a Host that is not a loopback name or
 // an IP address (DNS rebinding needs a name); with a token, the token is
 // required.
-func (h *Handler) guard(r *http.Request, admin bool) *Error {
+func (h *Handler) guard(r *http.Request, admin bool) *httpError {
 	if !admin && h.cfg.UpstreamKey == "" {
 		return nil
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return &Error{http.StatusForbidden, "forbidden_origin", fmt.Errorf("requests from the web page %q are refused", o)}
+			return &httpError{http.StatusForbidden, "forbidden_origin", fmt.Errorf("requests from the web page %q are refused", o)}
 		}
 	}
 	if h.token == nil {
 		if !localHost(r.Host) {
-			return &Error{http.StatusForbidden, "forbidden_host",
+			return &httpError{http.StatusForbidden, "forbidden_host",
 				fmt.Errorf("Host %q is not localhost or an IP address (set --auth-token to serve other names)", r.Host)}
 		}
 		return nil
@@ -53,7 +53,7 @@ func (h *Handler) guard(r *http.Request, admin bool) *Error {
 		if admin {
 			how = "Authorization: Bearer (or " + HeaderAuth + ")"
 		}
-		return &Error{http.StatusUnauthorized, "unauthorized", fmt.Errorf("missing or wrong auth token: send --auth-token as %s", how)}
+		return &httpError{http.StatusUnauthorized, "unauthorized", fmt.Errorf("missing or wrong auth token: send --auth-token as %s", how)}
 	}
 	return nil
 }
@@ -102,15 +102,15 @@ func localHost(hostport string) bool {
 	return host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(strings.Trim(host, "[]")) != nil
 }
 
-// MinAuthToken is the shortest --auth-token accepted.
-const MinAuthToken = 16
+// minAuthToken is the shortest --auth-token accepted.
+const minAuthToken = 16
 
 // checkExposure refuses a listen address beyond loopback without a token:
 // anyone who reaches the port could read every stored session at /rcm/
 // and, with --upstream-key, spend that key.
 func checkExposure(listen, token string) error {
-	if token != "" && len(token) < MinAuthToken {
-		return fmt.Errorf("auth-token: %d characters; use at least %d (e.g. openssl rand -hex 32)", len(token), MinAuthToken)
+	if token != "" && len(token) < minAuthToken {
+		return fmt.Errorf("auth-token: %d characters; use at least %d (e.g. openssl rand -hex 32)", len(token), minAuthToken)
 	}
 	host, _, _ := net.SplitHostPort(listen)
 	ip := net.ParseIP(host)

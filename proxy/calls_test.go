@@ -173,7 +173,10 @@ func TestSessionsPaged(t *testing.T) {
 	srv, h := setup(t, &recorder{}, nil)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 5 {
-		if err := h.store.Touch(fmt.Sprintf("s%d", i), "", t0.Add(time.Duration(i)*time.Minute)); err != nil {
+		touch := func(w *memory.Tx) error {
+			return w.Touch(fmt.Sprintf("s%d", i), "", t0.Add(time.Duration(i)*time.Minute))
+		}
+		if err := h.store.Update(touch); err != nil {
 			t.Fatal(err)
 		}
 	}

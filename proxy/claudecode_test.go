@@ -63,7 +63,7 @@ func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"input_tokens":1000}`)
 		return
 	}
-	tr, err := transcript.Parse(transcript.AnthropicMessages, body, nil)
+	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
 	if err != nil || len(tr.Messages) == 0 {
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
 		return

@@ -21,8 +21,8 @@ const (
 	RCM    Mode = "rcm"    // route, inject task records, task-aware compaction (+RCM)
 )
 
-// ParseMode accepts a mode name, case-insensitively.
-func ParseMode(s string) (Mode, error) {
+// parseMode accepts a mode name, case-insensitively.
+func parseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case Native, Router, RCM:
 		return m, nil
@@ -48,7 +48,7 @@ type Config struct {
 	UpstreamKey string `json:"-"`
 	// AuthToken guards rcm (see README "Security"): /rcm/... needs it, and
 	// so do proxied calls when UpstreamKey is set. Required when Listen
-	// reaches beyond loopback; at least MinAuthToken characters. Secret:
+	// reaches beyond loopback; at least 16 characters (minAuthToken). Secret:
 	// environment (RCM_AUTH_TOKEN) or flag, never a config file.
 	AuthToken string `json:"-"`
 	// Mode is used when a request names none. Default rcm.
@@ -156,7 +156,7 @@ func (c *Config) Validate() error {
 	if c.Mode == "" {
 		c.Mode = RCM
 	}
-	if c.Mode, err = ParseMode(string(c.Mode)); err != nil {
+	if c.Mode, err = parseMode(string(c.Mode)); err != nil {
 		return err
 	}
 	if c.Threshold == 0 {

@@ -73,7 +73,7 @@ func FuzzAssemble(f *testing.F) {
 		if a.transcript == nil || string(a.body) == string(body) {
 			return
 		}
-		if _, err := transcript.Parse(transcript.OpenAIChat, a.body, nil); err != nil {
+		if _, err := transcript.Parse(transcript.OpenAIChat, a.body, transcript.Hints{}); err != nil {
 			t.Fatalf("forwarded a body that does not parse (%v):\n%s", err, a.body)
 		}
 	})

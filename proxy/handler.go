@@ -155,7 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.admin.ServeHTTP(w, r)
 		return
 	case !ok:
-		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no route %s: model calls go to /v1/... (or /native/v1, /router/v1, /rcm/v1)", r.URL.Path)})
+		writeError(w, &httpError{http.StatusNotFound, "not_found", fmt.Errorf("no route %s: model calls go to /v1/... (or /native/v1, /router/v1, /rcm/v1)", r.URL.Path)})
 		return
 	}
 	if e := h.guard(r, false); e != nil {
@@ -165,9 +165,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mode == "" {
 		mode = h.cfg.Mode
 		if v := r.Header.Get(HeaderMode); v != "" {
-			m, err := ParseMode(v)
+			m, err := parseMode(v)
 			if err != nil {
-				writeError(w, &Error{http.StatusBadRequest, "bad_mode", fmt.Errorf("%s: %w", HeaderMode, err)})
+				writeError(w, &httpError{http.StatusBadRequest, "bad_mode", fmt.Errorf("%s: %w", HeaderMode, err)})
 				return
 			}
 			mode = m
@@ -177,13 +177,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if vs, ok := r.Header[http.CanonicalHeaderKey(HeaderThreshold)]; ok {
 		t, err := parseThreshold(strings.Join(vs, ","))
 		if err != nil {
-			writeError(w, &Error{http.StatusBadRequest, "bad_threshold", err})
+			writeError(w, &httpError{http.StatusBadRequest, "bad_threshold", err})
 			return
 		}
 		threshold = t
 	}
 	if err := checkSession(r.Header); err != nil {
-		writeError(w, &Error{http.StatusBadRequest, "bad_session", err})
+		writeError(w, &httpError{http.StatusBadRequest, "bad_session", err})
 		return
 	}
 	w.Header().Set(HeaderMode, string(mode))

@@ -14,16 +14,16 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// MaxSessionID is the longest session id rcm accepts (X-RCM-Session,
+// maxSessionID is the longest session id rcm accepts (X-RCM-Session,
 // x-session-id, x-session-affinity); longer ids get 400.
-const MaxSessionID = 256
+const maxSessionID = 256
 
 // sessionHeaders are the request headers that name a session, strongest
 // first (see sessionID).
 var sessionHeaders = []string{HeaderSession, "X-Session-Id", "X-Session-Affinity", "X-Claude-Code-Session-Id", "Session-Id", "Thread-Id"}
 
 // checkSession rejects a session header rcm would not store, log or serve
-// back safely: at most MaxSessionID bytes of ASCII letters, digits and
+// back safely: at most maxSessionID bytes of ASCII letters, digits and
 // ". _ : - / @ + =" (ids such as "ses_01J...", "bench-x-django__django-1/near").
 func checkSession(h http.Header) error {
 	for _, name := range sessionHeaders {
@@ -32,11 +32,11 @@ func checkSession(h http.Header) error {
 			continue
 		}
 		v := strings.Join(vs, ",")
-		if v == "" || len(v) > MaxSessionID || strings.IndexFunc(v, badSessionRune) >= 0 {
+		if v == "" || len(v) > maxSessionID || strings.IndexFunc(v, badSessionRune) >= 0 {
 			if len(v) > 32 {
 				v = v[:32] + "..."
 			}
-			return fmt.Errorf("%s %q: want 1 to %d ASCII letters, digits or any of ._:-/@+=", name, v, MaxSessionID)
+			return fmt.Errorf("%s %q: want 1 to %d ASCII letters, digits or any of ._:-/@+=", name, v, maxSessionID)
 		}
 	}
 	return nil

@@ -56,7 +56,7 @@ func TestSessionIDChecks(t *testing.T) {
 	body, h, path := load(t, "continue_request")
 	bad := []struct{ name, v string }{
 		{HeaderSession, strings.Repeat("a", 60<<10)},
-		{HeaderSession, strings.Repeat("a", MaxSessionID+1)},
+		{HeaderSession, strings.Repeat("a", maxSessionID+1)},
 		{HeaderSession, "a b"},
 		{HeaderSession, ""},
 		{"X-Session-Id", "a\\b"},
@@ -72,7 +72,7 @@ func TestSessionIDChecks(t *testing.T) {
 		}
 	}
 	hh := h.Clone()
-	hh.Set(HeaderSession, "ses_OK-1.2:/@+="+strings.Repeat("x", MaxSessionID-15))
+	hh.Set(HeaderSession, "ses_OK-1.2:/@+="+strings.Repeat("x", maxSessionID-15))
 	resp := post(t, srv.URL+path, body, hh)
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != 200 || resp.Header.Get(HeaderSession) != hh.Get(HeaderSession) {
@@ -212,7 +212,7 @@ func FuzzRequestHeaders(f *testing.F) {
 			t.Fatalf("threshold %q accepted as %v", v, th)
 		}
 		if err := checkSession(http.Header{"X-Session-Id": {v}}); err == nil &&
-			(v == "" || len(v) > MaxSessionID || strings.IndexFunc(v, badSessionRune) >= 0) {
+			(v == "" || len(v) > maxSessionID || strings.IndexFunc(v, badSessionRune) >= 0) {
 			t.Fatalf("session %q accepted", v)
 		}
 	})

@@ -25,7 +25,7 @@ func (h *Handler) inspector() http.Handler {
 	// The page, its live feed and the timeline plots.
 	inspector.New(h.store, &h.feed).Register(mux)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &Error{http.StatusNotFound, "not_found", fmt.Errorf("no inspector route %s %s", r.Method, r.URL.Path)})
+		writeError(w, &httpError{http.StatusNotFound, "not_found", fmt.Errorf("no inspector route %s %s", r.Method, r.URL.Path)})
 	})
 	return mux
 }
@@ -43,18 +43,18 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > maxPage {
-			writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("limit=%q: want a number in 1..%d", v, maxPage)})
+			writeError(w, &httpError{http.StatusBadRequest, "bad_query", fmt.Errorf("limit=%q: want a number in 1..%d", v, maxPage)})
 			return
 		}
 		limit = n
 	}
 	ss, next, err := h.store.SessionPage(limit, q.Get("after"))
 	if errors.Is(err, memory.ErrCursor) {
-		writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("after: %w", err)})
+		writeError(w, &httpError{http.StatusBadRequest, "bad_query", fmt.Errorf("after: %w", err)})
 		return
 	}
 	if err != nil {
-		writeError(w, &Error{http.StatusInternalServerError, "store_error", err})
+		writeError(w, &httpError{http.StatusInternalServerError, "store_error", err})
 		return
 	}
 	if ss == nil {
@@ -80,14 +80,14 @@ func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("events"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			writeError(w, &Error{http.StatusBadRequest, "bad_query", fmt.Errorf("events=%q: want a number", v)})
+			writeError(w, &httpError{http.StatusBadRequest, "bad_query", fmt.Errorf("events=%q: want a number", v)})
 			return
 		}
 		limit = n
 	}
 	s, ok, err := h.store.Session(id)
 	if err == nil && !ok {
-		writeError(w, &Error{http.StatusNotFound, "no_session", fmt.Errorf("no session %q", id)})
+		writeError(w, &httpError{http.StatusNotFound, "no_session", fmt.Errorf("no session %q", id)})
 		return
 	}
 	v := SessionView{Session: s}
@@ -104,7 +104,7 @@ func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
 		v.Events, err = h.store.Events(id, limit)
 	}
 	if err != nil {
-		writeError(w, &Error{http.StatusInternalServerError, "store_error", err})
+		writeError(w, &httpError{http.StatusInternalServerError, "store_error", err})
 		return
 	}
 	writeJSON(w, v)

@@ -479,7 +479,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{context.Background(), errors.New("connection refused"), 502},
 		{context.Background(), context.DeadlineExceeded, 504},
-		{cancelled, context.Canceled, StatusClientClosed},
+		{cancelled, context.Canceled, statusClientClosed},
 	}
 	for _, c := range cases {
 		if got := classify(c.ctx, c.err).Status; got != c.want {
@@ -537,7 +537,8 @@ func TestSubagentTakesParentTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.AppendEvent(hdr.Get("X-Parent-Session-Id"), memory.Event{Kind: "agent", Mode: "router", Task: "t2", Confidence: 0.9}); err != nil {
+	ev := memory.Event{Kind: "agent", Mode: "router", Task: "t2", Confidence: 0.9}
+	if err := st.Update(func(w *memory.Tx) error { return w.AppendEvent(hdr.Get("X-Parent-Session-Id"), &ev) }); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

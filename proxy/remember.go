@@ -248,7 +248,7 @@ func (h *Handler) rewriteCompaction(a *assembly) error {
 	active := h.lastTask(a.session)
 	states := make([]compaction.TaskState, len(recs))
 	for i, r := range recs {
-		states[i] = compaction.TaskState{ID: r.Task, Record: r, Active: r.Task == active}
+		states[i] = taskState(r, r.Task == active)
 		a.knownTasks = append(a.knownTasks, r.Task)
 	}
 	e, err := compaction.Rewrite(a.transcript, states)
@@ -261,6 +261,18 @@ func (h *Handler) rewriteCompaction(a *assembly) error {
 	}
 	a.body = body
 	return nil
+}
+
+// taskState is what the compaction rewrite keeps of a task's record.
+func taskState(r memory.Record, active bool) compaction.TaskState {
+	ts := compaction.TaskState{ID: r.Task, Active: active, Workspace: r.Workspace, Unfinished: r.Unfinished, FilesChanged: r.FilesChanged}
+	for _, q := range r.Requirements {
+		ts.Requirements = append(ts.Requirements, compaction.Requirement{Text: q.Text, Amends: q.Amends})
+	}
+	if lt := r.LastTest; lt != nil {
+		ts.LastTest = lt.Cmd + " " + lt.Outcome
+	}
+	return ts
 }
 
 // lastTask is the task of the session's latest routed agent call.

@@ -5,11 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/rcm-dev/rcm/compaction"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -245,6 +248,40 @@ func TestMemoryModelOncePerTurn(t *testing.T) {
 		mu.Unlock()
 		if want := map[bool]int{true: 0, false: 1}[step]; n != want {
 			t.Fatalf("after a tool step=%v: %d model calls, want %d", step, n, want)
+		}
+	}
+}
+
+// TestTaskState: the compaction brief gets every part of a record it lists,
+// the last test as its command and outcome.
+func TestTaskState(t *testing.T) {
+	full := memory.Record{
+		Task:         "t2",
+		Workspace:    "/work/ws2",
+		Requirements: []memory.Requirement{{Text: "rename the flag", Turn: "ab"}, {Text: "and the docs", Amends: true}},
+		Unfinished:   []string{"docs/cli.md"},
+		FilesChanged: []string{"cli.go"},
+		FilesRead:    []string{"README.md"},
+		LastTest:     &memory.TestRun{Command: memory.Command{Cmd: "go test ./cli"}, Outcome: "failed: 2 of 9"},
+		Progress:     []string{"renamed"},
+	}
+	for _, c := range []struct {
+		name   string
+		r      memory.Record
+		active bool
+		want   compaction.TaskState
+	}{
+		{"empty", memory.Record{Task: "t1"}, false, compaction.TaskState{ID: "t1"}},
+		{"full", full, true, compaction.TaskState{
+			ID: "t2", Active: true, Workspace: "/work/ws2",
+			Requirements: []compaction.Requirement{{Text: "rename the flag"}, {Text: "and the docs", Amends: true}},
+			Unfinished:   []string{"docs/cli.md"},
+			FilesChanged: []string{"cli.go"},
+			LastTest:     "go test ./cli failed: 2 of 9",
+		}},
+	} {
+		if got := taskState(c.r, c.active); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: taskState = %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }

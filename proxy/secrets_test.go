@@ -68,7 +68,7 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	}
 	h.after.Wait()
-	raw, err := os.ReadFile(h.store.Path())
+	raw, err := os.ReadFile(h.cfg.DB)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ var wsHeaders = []string{"Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Webs
 // rebuilding its frames in mode (router or rcm).
 func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, path string, mode Mode, threshold float64) {
 	if !harness(r) {
-		writeError(w, &Error{http.StatusForbidden, "origin_refused", errors.New("websocket from a browser origin refused")})
+		writeError(w, &httpError{http.StatusForbidden, "origin_refused", errors.New("websocket from a browser origin refused")})
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())

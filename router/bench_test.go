@@ -51,7 +51,7 @@ func BenchmarkRoute(b *testing.B) {
 		// 1 MiB of 4-line results is the case: about 250 turns.
 		b.Run(fmt.Sprintf("%dKiB-%dlines", c.size>>10, c.lines), func(b *testing.B) {
 			body := openCodeBody(b, c.size, c.lines)
-			tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+			tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkRoute(b *testing.B) {
 			}
 			prior := make([]Prior, len(tr.Turns)-1)
 			for i := range prior {
-				prior[i] = p.Turns[i].Prior()
+				prior[i] = p.Turns[i].prior()
 			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()

@@ -4,7 +4,7 @@
 // Route is a pure function of the parsed transcript, the labels the store
 // holds for its turns (Prior, by turn fingerprint) and per-call Options,
 // plus the optional model classifier. It never writes to the store: the
-// proxy persists the returned decisions (Decision.Prior).
+// proxy persists the returned decisions as the turns' labels.
 //
 // # Labels
 //

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -61,7 +62,7 @@ func readFrame(t *transcript.Transcript) frame {
 		}
 	}
 	for text := range texts {
-		text = clip(text, frameCap)
+		text = str.Clip(text, frameCap)
 		for _, h := range harnessCWD {
 			k := strings.Index(text, h.before)
 			if k < 0 {
@@ -105,10 +106,10 @@ func inferFrame(t *transcript.Transcript, tn transcript.Turn, request bool) (fra
 	var first, named []string
 	c := collector{f: &frame{}, roots: &named, raw: true}
 	if request {
-		scan(clip(t.Messages[tn.Start].Text(), requestCap), c.f, &c)
+		scan(str.Clip(t.Messages[tn.Start].Text(), requestCap), c.f, &c)
 	}
 	c.roots, c.workdirs = &[]string{}, &first
-	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), c.f, &c) })
+	eachCall(t, tn, func(args string) { scan(str.Clip(args, argumentCap), c.f, &c) })
 	for _, set := range [][]string{first, named} {
 		for _, p := range set {
 			if strings.Contains(p, "/.") {

@@ -13,10 +13,10 @@ func FuzzTagFollowUp(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if tag := Tag(s); tag != "" && !validName(tag) {
-			t.Fatalf("Tag(%q) = invalid %q", s, tag)
+		if tag := writtenTag(s); tag != "" && !validName(tag) {
+			t.Fatalf("writtenTag(%q) = invalid %q", s, tag)
 		}
-		FollowUp(s)
+		isFollowUp(s)
 	})
 }
 
@@ -45,7 +45,7 @@ func FuzzRoute(f *testing.F) {
 "},{"role":"user","content":"日期解析器：支持时区"},{"role":"assistant","content":"ok"},{"role":"user","content":"Кэш LRU: добавь тесты"},{"role":"assistant","content":"ok"},{"role":"user","content":"修复日期解析器的时区错误"}]}`), uint8(2))
 	r := mustNew(f, Config{})
 	f.Fuzz(func(t *testing.T, body []byte, known uint8) {
-		tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 		if err != nil {
 			return
 		}
@@ -65,8 +65,8 @@ func FuzzRoute(f *testing.F) {
 				t.Fatalf("turn %d: confidence %v", i, d.Confidence)
 			}
 		}
-		if p.Fallback != (p.Current.Confidence < r.Threshold()) {
-			t.Fatalf("fallback %v at confidence %v, threshold %v", p.Fallback, p.Current.Confidence, r.Threshold())
+		if p.Fallback != (p.Current.Confidence < r.cfg.Threshold) {
+			t.Fatalf("fallback %v at confidence %v, threshold %v", p.Fallback, p.Current.Confidence, r.cfg.Threshold)
 		}
 	})
 }

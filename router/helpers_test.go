@@ -26,8 +26,13 @@ func (s store) put(tr *transcript.Transcript, p Plan) {
 		if old, ok := s[fp]; ok && old.Routed {
 			continue
 		}
-		s[fp] = p.Turns[i].Prior()
+		s[fp] = p.Turns[i].prior()
 	}
+}
+
+// prior returns the decision as the proxy stores it (a label).
+func (d Decision) prior() Prior {
+	return Prior{Known: true, Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed}
 }
 
 // route runs one call as the proxy would: priors in, labels out.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/str"
 )
 
 // profileTurns bounds the turns read per task: its first (usually the
@@ -65,7 +67,7 @@ const subjectCap = 240
 // request with at least three words that are not stop words ("Fix this
 // issue:" is not one; the issue's title under it is), or the request's head.
 func subject(req string) string {
-	req = clip(req, 4*subjectCap)
+	req = str.Clip(req, 4*subjectCap)
 	for line := range strings.SplitSeq(req, "\n") {
 		n := 0
 		for _, w := range strings.Fields(line) {
@@ -77,10 +79,10 @@ func subject(req string) string {
 		// A line ending in a colon introduces what follows ("More on
 		// that issue, from its discussion:"); it names nothing.
 		if n >= 3 && !strings.HasSuffix(strings.TrimSpace(line), ":") {
-			return clip(line, subjectCap)
+			return str.Clip(line, subjectCap)
 		}
 	}
-	return clip(req, subjectCap)
+	return str.Clip(req, subjectCap)
 }
 
 // subjectTerms collects the word, pair and phrase terms of a subject line.
@@ -94,7 +96,7 @@ func (st subjectTerms) term(h term, kind int) {
 func (subjectTerms) path(string, string, bool) {}
 
 // profiles reads the chosen turns of every task seen before turn i.
-func (s *session) profiles(i int, q *query) []profile {
+func (s *call) profiles(i int, q *query) []profile {
 	prof := make([]profile, 0, len(s.byTask))
 	for _, task := range s.tasks {
 		turns := s.byTask[task]
@@ -111,7 +113,7 @@ func (s *session) profiles(i int, q *query) []profile {
 		}
 		if len(turns) == 0 {
 			var roots []string
-			scan(clip(seed, requestCap), &s.f, &collector{f: &s.f, terms: count, roots: &roots})
+			scan(str.Clip(seed, requestCap), &s.f, &collector{f: &s.f, terms: count, roots: &roots})
 			for _, r := range roots {
 				p.roots = addRoot(p.roots, r)
 			}
@@ -257,7 +259,7 @@ func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // lexical picks the task whose turns are most like the query, among only
 // when not nil, or opens a task when the query is mostly unlike every task.
 // Its confidence is P(not new) x P(this task | not new), or P(new).
-func (s *session) lexical(q *query, prof []profile, only []string) Decision {
+func (s *call) lexical(q *query, prof []profile, only []string) Decision {
 	cand := prof[:0:0]
 	for _, p := range prof {
 		if only == nil || slices.Contains(only, p.task) {
@@ -342,7 +344,7 @@ func (s *session) lexical(q *query, prof []profile, only []string) Decision {
 
 // checkouts reports whether the session works in a folder of checkouts:
 // the frame is no repository and some task works in a folder below it.
-func (s *session) checkouts(cand []profile) bool {
+func (s *call) checkouts(cand []profile) bool {
 	if s.f.repo {
 		return false
 	}
@@ -358,7 +360,7 @@ func (s *session) checkouts(cand []profile) bool {
 
 // guess is the decision when nothing is known: the most recent task, not
 // confidently.
-func (s *session) guess() Decision {
+func (s *call) guess() Decision {
 	for j := len(s.ds) - 1; j >= 0; j-- {
 		if s.ds[j].Task != "" {
 			return one(s.ds[j].Task, 0.5, MethodLexical)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -55,7 +56,7 @@ const (
 
 // ask returns the classifier's decision for turn i, or cheap unchanged when
 // the classifier fails or answers nonsense.
-func (c *classifier) ask(ctx context.Context, s *session, i int, cheap Decision, u *ModelUsage) Decision {
+func (c *classifier) ask(ctx context.Context, s *call, i int, cheap Decision, u *ModelUsage) Decision {
 	prompt := s.describe(i)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -88,7 +89,7 @@ func (c *classifier) ask(ctx context.Context, s *session, i int, cheap Decision,
 var errAnswer = errors.New("router: classifier answer")
 
 // answer reads the classifier's JSON answer.
-func (s *session) answer(resp openai.ChatCompletionResponse) (Decision, error) {
+func (s *call) answer(resp openai.ChatCompletionResponse) (Decision, error) {
 	if len(resp.Choices) == 0 {
 		return Decision{}, fmt.Errorf("%w: no choices", errAnswer)
 	}
@@ -114,7 +115,7 @@ func (s *session) answer(resp openai.ChatCompletionResponse) (Decision, error) {
 	return one(task, *a.Confidence, MethodModel), nil
 }
 
-func (s *session) known(task string) bool {
+func (s *call) known(task string) bool {
 	for _, t := range s.tasks {
 		if t == task {
 			return true
@@ -124,7 +125,7 @@ func (s *session) known(task string) bool {
 }
 
 // describe writes the classifier's user prompt for turn i.
-func (s *session) describe(i int) string {
+func (s *call) describe(i int) string {
 	var b strings.Builder
 	b.WriteString("Tasks:\n")
 	for _, task := range s.tasks {
@@ -142,16 +143,16 @@ func (s *session) describe(i int) string {
 				}
 			}
 			eachCall(s.t, s.t.Turns[j], func(args string) {
-				for _, f := range filesIn(clip(args, argumentCap), &s.f) {
+				for _, f := range filesIn(str.Clip(args, argumentCap), &s.f) {
 					if len(files) < promptFiles {
 						files = addRoot(files, f)
 					}
 				}
 			})
 		}
-		fmt.Fprintf(&b, "- id %q\n  first request: %q\n", task, clip(s.request(first), promptFirstCap))
+		fmt.Fprintf(&b, "- id %q\n  first request: %q\n", task, str.Clip(s.request(first), promptFirstCap))
 		if latest != first {
-			fmt.Fprintf(&b, "  latest request: %q\n", clip(s.request(latest), promptLatestCap))
+			fmt.Fprintf(&b, "  latest request: %q\n", str.Clip(s.request(latest), promptLatestCap))
 		}
 		if len(roots) > 0 {
 			fmt.Fprintf(&b, "  checkouts: %s\n", strings.Join(roots, ", "))
@@ -160,11 +161,11 @@ func (s *session) describe(i int) string {
 			fmt.Fprintf(&b, "  files its tool calls touched: %s\n", strings.Join(files, ", "))
 		}
 	}
-	fmt.Fprintf(&b, "\nNew request: %q\n", clip(s.request(i), promptCurrentCap))
+	fmt.Fprintf(&b, "\nNew request: %q\n", str.Clip(s.request(i), promptCurrentCap))
 	return b.String()
 }
 
-func (s *session) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
+func (s *call) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
 
 // filesIn lists the file paths s names (a token with a file extension),
 // relative to the working directory when absolute.

@@ -56,17 +56,13 @@ type Decision struct {
 	Routed bool
 }
 
-// Prior returns the decision as the store should keep it.
-func (d Decision) Prior() Prior {
-	return Prior{Known: true, Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed}
-}
-
 // Options are per-call settings.
 type Options struct {
 	// Threshold overrides Config.Threshold when in (0, 1] (X-RCM-Threshold).
 	Threshold float64
 	// Task is an explicit tag for the current turn (X-RCM-Task); it is
-	// lower-cased and ignored unless a valid task name (see Tag).
+	// lower-cased and ignored unless a valid task name (as NAME in
+	// "[task: NAME]").
 	Task string
 	// Tasks are the ids the session already holds (from the store), so
 	// that a new task is never given an id in use, even after compaction
@@ -107,9 +103,6 @@ func New(cfg Config) (*Router, error) {
 	return r, nil
 }
 
-// Threshold returns the configured threshold.
-func (r *Router) Threshold() float64 { return r.cfg.Threshold }
-
 // Route labels every turn of t and decides which turns the call keeps.
 // prior holds the stored label of each turn (shorter than t.Turns when the
 // last turns are new). Routed labels are kept; the current turn is
@@ -129,7 +122,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	if opt.Threshold > 0 && opt.Threshold <= 1 {
 		thr = opt.Threshold
 	}
-	s := session{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
+	s := call{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
 	for _, id := range opt.Tasks {
 		s.noteTask(id)
 	}
@@ -178,9 +171,9 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	return p, nil
 }
 
-// session is the state of one Route call: the decisions so far and, per
+// call is the state of one Route call: the decisions so far and, per
 // task, the routed turns that describe it.
-type session struct {
+type call struct {
 	t      *transcript.Transcript
 	f      frame
 	thr    float64
@@ -190,7 +183,7 @@ type session struct {
 	seeds  map[string]string
 }
 
-func (s *session) noteTask(id string) {
+func (s *call) noteTask(id string) {
 	if id == "" {
 		return
 	}
@@ -203,7 +196,7 @@ func (s *session) noteTask(id string) {
 }
 
 // newID numbers a new task after every "t<n>" in use.
-func (s *session) newID() string {
+func (s *call) newID() string {
 	n := 0
 	for _, id := range s.tasks {
 		if k, err := strconv.Atoi(strings.TrimPrefix(id, "t")); err == nil && strings.HasPrefix(id, "t") && k > n {
@@ -231,7 +224,7 @@ const (
 )
 
 // classify decides turn i from its signals and the routed turns before it.
-func (s *session) classify(i int, header string) Decision {
+func (s *call) classify(i int, header string) Decision {
 	q := newQuery()
 	sig := read(s.t, &s.f, s.t.Turns[i], queryCap, q.add)
 	q.request, q.continues = sig.words, sig.continues
@@ -279,7 +272,7 @@ func (s *session) classify(i int, header string) Decision {
 // request's and working directories first, paths its tool calls merely
 // touch after. When the roots are shared by several tasks it returns them
 // as the candidates.
-func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, only []string) {
+func (s *call) workspace(sig signals, prof []profile) (d Decision, ok bool, only []string) {
 	strong := append(append([]string(nil), sig.named...), sig.workdirs...)
 	roots, conf := strong, confWorkspace
 	if len(roots) == 0 {
@@ -320,7 +313,7 @@ func (s *session) workspace(sig signals, prof []profile) (d Decision, ok bool, o
 
 // interrupts reports whether turn i opens before the agent answered the
 // previous request at all: that turn is a request with nothing after it.
-func (s *session) interrupts(i int) bool {
+func (s *call) interrupts(i int) bool {
 	prev := s.t.Turns[i-1]
 	if prev.Kind != transcript.Request {
 		return false
@@ -329,7 +322,7 @@ func (s *session) interrupts(i int) bool {
 }
 
 // followUp continues the task of the previous request turn.
-func (s *session) followUp(i int) (Decision, bool) {
+func (s *call) followUp(i int) (Decision, bool) {
 	for j := i - 1; j >= 0; j-- {
 		if s.t.Turns[j].Kind != transcript.Request {
 			continue

@@ -119,7 +119,7 @@ func TestRoutePriorAndRelabel(t *testing.T) {
 	if !p.Fallback {
 		t.Fatalf("want a fallback first: %+v", p.Current)
 	}
-	prior = []Prior{p.Turns[0].Prior(), p.Turns[1].Prior(), p.Turns[2].Prior()}
+	prior = []Prior{p.Turns[0].prior(), p.Turns[1].prior(), p.Turns[2].prior()}
 	tr = threeTasks(t, turn("Please write a short summary of everything you changed today for the changelog.", "cd /work/ws2 && git diff"))
 	if p = route(t, r, tr, prior, Options{}); p.Fallback || p.Current.Task != "t2" || p.Current.Method != MethodWorkspace {
 		t.Fatalf("fallback turn not relabelled: %+v", p.Current)
@@ -200,8 +200,8 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v", c.cfg, err)
 		}
 	}
-	if r := mustNew(t, Config{}); r.Threshold() != DefaultThreshold {
-		t.Errorf("default threshold %v", r.Threshold())
+	if r := mustNew(t, Config{}); r.cfg.Threshold != DefaultThreshold {
+		t.Errorf("default threshold %v", r.cfg.Threshold)
 	}
 }
 

@@ -3,6 +3,7 @@ package router
 import (
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -21,8 +22,8 @@ type signals struct {
 // read gathers the signals of turn tn, reading the first cap bytes of its
 // request, and, when terms is not nil, feeds the turn's lexical terms to it.
 func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms func(term, int)) signals {
-	req := clip(t.Messages[tn.Start].Text(), cap)
-	s := signals{tag: Tag(req), followup: FollowUp(req)}
+	req := str.Clip(t.Messages[tn.Start].Text(), cap)
+	s := signals{tag: writtenTag(req), followup: isFollowUp(req)}
 	n := 0
 	c := collector{f: f, terms: func(h term, kind int) {
 		n++
@@ -32,21 +33,21 @@ func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms
 	}, roots: &s.named}
 	scan(req, f, &c)
 	s.words = n
-	if f := strings.Fields(clip(req, 64)); len(f) > 0 {
+	if f := strings.Fields(str.Clip(req, 64)); len(f) > 0 {
 		first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
 		s.continues = replyWords[first]
 	}
 	s.continues = s.continues || refersBack(req)
 	c.terms = terms
 	c.roots, c.workdirs = &s.touched, &s.workdirs
-	eachCall(t, tn, func(args string) { scan(clip(args, argumentCap), f, &c) })
+	eachCall(t, tn, func(args string) { scan(str.Clip(args, argumentCap), f, &c) })
 	if terms != nil && cap == requestCap {
 		// An earlier turn's last answer: what the person read before
 		// asking the next thing, and often what the next request quotes.
 		for k := tn.End - 1; k > tn.Start; k-- {
 			if m := &t.Messages[k]; m.Role == "assistant" {
 				if text := m.Text(); text != "" {
-					scan(clip(text, answerCap), f, &collector{f: f, terms: terms, roots: &[]string{}})
+					scan(str.Clip(text, answerCap), f, &collector{f: f, terms: terms, roots: &[]string{}})
 					break
 				}
 			}
@@ -110,17 +111,10 @@ func addRoot(roots []string, r string) []string {
 	return append(roots, r)
 }
 
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// Tag returns the task named by the written convention "[task: NAME]" in a
-// request (the first one; case-insensitive keyword, NAME lower-cased: 1 to
-// 64 letters, digits, '-', '_', '.', '/'), or "".
-func Tag(text string) string {
+// writtenTag returns the task named by the written convention
+// "[task: NAME]" in a request (the first one; case-insensitive keyword,
+// NAME lower-cased: 1 to 64 letters, digits, '-', '_', '.', '/'), or "".
+func writtenTag(text string) string {
 	for rest := text; ; {
 		i := strings.IndexByte(rest, '[')
 		if i < 0 {
@@ -188,7 +182,7 @@ var backPhrases = []string{
 // refersBack reports whether the opening line of a request refers to work
 // already under way.
 func refersBack(req string) bool {
-	line, _, _ := strings.Cut(clip(req, 160), "\n")
+	line, _, _ := strings.Cut(str.Clip(req, 160), "\n")
 	line = strings.ToLower(line)
 	for _, p := range backPhrases {
 		if strings.Contains(line, p) {
@@ -198,11 +192,11 @@ func refersBack(req string) bool {
 	return false
 }
 
-// FollowUp reports whether a request is a short follow-up that continues the
-// current task: a slash command ("/review", or Claude Code's
+// isFollowUp reports whether a request is a short follow-up that continues
+// the current task: a slash command ("/review", or Claude Code's
 // <command-name>/review</command-name>), at most four words, or at most
 // eight words opening with a reply word ("yes", "go", "commit", "let's", ...).
-func FollowUp(text string) bool {
+func isFollowUp(text string) bool {
 	text = strings.TrimSpace(text)
 	if strings.Contains(text, "<command-name>/") {
 		return true
@@ -260,7 +254,7 @@ var injections = []string{"Tool loaded.", "Base directory for this skill:"}
 
 // injected reports whether a request is a harness's own message.
 func injected(text string) bool {
-	text = strings.TrimSpace(clip(text, 64))
+	text = strings.TrimSpace(str.Clip(text, 64))
 	for _, p := range injections {
 		if strings.HasPrefix(text, p) {
 			return true

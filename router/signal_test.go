@@ -18,8 +18,8 @@ func TestTag(t *testing.T) {
 		"no tag here":                        "",
 		"[task: " + string(make([]byte, 65)): "",
 	} {
-		if got := Tag(in); got != want {
-			t.Errorf("Tag(%q) = %q, want %q", in, got, want)
+		if got := writtenTag(in); got != want {
+			t.Errorf("writtenTag(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -45,8 +45,8 @@ func TestFollowUp(t *testing.T) {
 		"タイムゾーンのバグを直してテストを追加して":                       false,
 		"Исправь ошибку часового пояса в парсере дат": false,
 	} {
-		if got := FollowUp(in); got != want {
-			t.Errorf("FollowUp(%q) = %v, want %v", in, got, want)
+		if got := isFollowUp(in); got != want {
+			t.Errorf("isFollowUp(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

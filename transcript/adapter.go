@@ -12,9 +12,9 @@ import (
 type adapter struct {
 	// parse fills Format, Body, Messages and the span of the messages array.
 	parse func(body []byte) (*Transcript, error)
-	// kind tells what the call is for from the parsed body and headers
-	// (h may be nil).
-	kind func(t *Transcript, h http.Header) Kind
+	// kind tells what the call is for from the parsed body and the
+	// request's hints (Parse makes a Subagent of an Agent call).
+	kind func(t *Transcript, h Hints) Kind
 	// opens reports whether message i opens a turn, and how.
 	opens func(ms []Message, i int) (TurnKind, bool)
 	// settle, when not nil, rewrites an Edit into one that yields a valid
@@ -32,9 +32,44 @@ var adapters = map[Format]*adapter{
 	AnthropicMessages: {parse: parseMessages, kind: messagesKind, opens: opensMessagesTurn, settle: settleMessages, reply: messagesReply},
 }
 
-// Parse reads a request body of format f. h may be nil; it is consulted for
-// markers that only headers carry (subagents).
-func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
+// Hints are what a request says of its call outside its body (in its
+// headers: Format.Hints) that the call's kind depends on. The zero value
+// says nothing.
+type Hints struct {
+	// Subagent: the harness marked the call as a child session's; an
+	// agent call is then a Subagent one.
+	Subagent bool
+	// CodexTurn is Codex's turn metadata, a JSON object, read when the
+	// body carries no copy.
+	CodexTurn string
+}
+
+// Headers by which harnesses mark a call.
+const (
+	// headerParentSession marks a child session's calls (OpenCode).
+	headerParentSession = "X-Parent-Session-Id"
+	// headerAgentID marks a subagent's calls, which share the parent's
+	// session id (Claude Code).
+	headerAgentID = "X-Claude-Code-Agent-Id"
+	// headerCodexTurn carries Codex's turn metadata.
+	headerCodexTurn = "X-Codex-Turn-Metadata"
+)
+
+// Hints reads the Hints of a request in format f from its headers (h may
+// be nil): a subagent by the marker its harness sends in that format
+// (Claude Code's agent id on Messages, the parent session id elsewhere),
+// and Codex's turn metadata.
+func (f Format) Hints(h http.Header) Hints {
+	sub := headerParentSession
+	if f == AnthropicMessages {
+		sub = headerAgentID
+	}
+	return Hints{Subagent: h.Get(sub) != "", CodexTurn: h.Get(headerCodexTurn)}
+}
+
+// Parse reads a request body of format f, with what the request says of
+// the call outside the body.
+func Parse(f Format, body []byte, h Hints) (*Transcript, error) {
 	a := adapters[f]
 	if a == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnsupported, f)
@@ -44,6 +79,9 @@ func Parse(f Format, body []byte, h http.Header) (*Transcript, error) {
 		return nil, err
 	}
 	t.Kind = a.kind(t, h)
+	if t.Kind == Agent && h.Subagent {
+		t.Kind = Subagent
+	}
 	t.Turns, t.Preamble = segment(t.Messages, a.opens)
 	return t, nil
 }

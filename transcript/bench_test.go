@@ -11,7 +11,7 @@ func BenchmarkParse1MB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(OpenAIChat, body, nil); err != nil {
+		if _, err := Parse(OpenAIChat, body, Hints{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -19,7 +19,7 @@ func BenchmarkParse1MB(b *testing.B) {
 
 func BenchmarkRebuild1MB(b *testing.B) {
 	body := capture.Grow(b, 1<<20)
-	tr, err := Parse(OpenAIChat, body, nil)
+	tr, err := Parse(OpenAIChat, body, Hints{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,10 @@
 // segmented into turns, plus the kind of call) and rebuilds a body from a
 // subset of those messages by splicing raw bytes.
 //
+// Parse reads the body and the few facts the call's kind takes from outside
+// it (Hints: a subagent's marker, Codex's turn metadata), which
+// Format.Hints reads from the request's headers.
+//
 // It knows nothing of tasks or storage. Everything in a rebuilt body but the
 // messages array stays byte-identical to the input, and rebuilding with every
 // message kept returns the input unchanged.

@@ -5,3 +5,6 @@ package transcript
 func NewMessage(role, text string, calls []ToolCall) Message {
 	return Message{Role: role, text: text, ToolCalls: calls}
 }
+
+// MaxReplyCalls is maxReplyCalls, for the external tests.
+const MaxReplyCalls = maxReplyCalls

@@ -45,12 +45,10 @@ func (t *Transcript) Keep(turns []int) []int {
 			next++
 		}
 		for i := turn.Start; i < turn.End; i++ {
-			if keep || isSystem(t.Messages[i].Role) {
+			if keep || t.Messages[i].System() {
 				kept = append(kept, i)
 			}
 		}
 	}
 	return kept
 }
-
-func isSystem(role string) bool { return role == "system" || role == "developer" }

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -17,9 +16,6 @@ const (
 	// continuedPrefix opens the user message that holds the summary after
 	// a compaction.
 	continuedPrefix = "This session is being continued from a previous conversation"
-	// headerAgentID marks a subagent's calls; they share the parent's
-	// session id.
-	headerAgentID = "X-Claude-Code-Agent-Id"
 )
 
 // harnessBlocks are the prefixes of the text blocks Claude Code adds to a
@@ -72,8 +68,8 @@ func addText(m *Message, s string) {
 }
 
 // messagesKind tells Claude Code's summarisation call by its instruction in
-// the last user message, and a subagent's calls by their agent id header.
-func messagesKind(t *Transcript, h http.Header) Kind {
+// the last user message.
+func messagesKind(t *Transcript, _ Hints) Kind {
 	// OpenCode's side calls through its Anthropic provider say what they
 	// are in the system field, as they do in chat's system message (which
 	// a Messages body may carry too, as a leading role "system" entry).
@@ -94,9 +90,6 @@ func messagesKind(t *Transcript, h http.Header) Kind {
 			}
 			break
 		}
-	}
-	if h != nil && h.Get(headerAgentID) != "" {
-		return Subagent
 	}
 	return Agent
 }

@@ -18,7 +18,7 @@ func messagesReply(body []byte, sse bool, m *Message) {
 			case "text":
 				text.WriteString(b.Get("text").String())
 			case "tool_use":
-				if len(m.ToolCalls) < MaxReplyCalls {
+				if len(m.ToolCalls) < maxReplyCalls {
 					m.ToolCalls = append(m.ToolCalls, ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Arguments: b.Get("input").Raw})
 				}
 			}
@@ -36,7 +36,7 @@ func messagesReply(body []byte, sse bool, m *Message) {
 	var blocks []*block
 	at := func(v gjson.Result) *block {
 		i := int(v.Get("index").Int())
-		if i < 0 || i >= MaxReplyCalls*4 {
+		if i < 0 || i >= maxReplyCalls*4 {
 			return nil
 		}
 		for len(blocks) <= i {
@@ -88,7 +88,7 @@ func messagesReply(body []byte, sse bool, m *Message) {
 			if b.partials {
 				b.call0.Arguments = b.text.String()
 			}
-			if len(m.ToolCalls) < MaxReplyCalls {
+			if len(m.ToolCalls) < maxReplyCalls {
 				m.ToolCalls = append(m.ToolCalls, b.call0)
 			}
 		default:

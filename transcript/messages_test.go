@@ -39,7 +39,7 @@ func messagesCaptures(t testing.TB) []messagesCapture {
 func TestMessagesGoldenCaptures(t *testing.T) {
 	for _, c := range messagesCaptures(t) {
 		t.Run(c.name, func(t *testing.T) {
-			tr, err := Parse(AnthropicMessages, c.body, c.h)
+			tr, err := Parse(AnthropicMessages, c.body, AnthropicMessages.Hints(c.h))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestMessagesKinds(t *testing.T) {
 	}
 	for name, kind := range want {
 		r := capture.LoadIn(t, capture.ClaudeCodeDir(), name)
-		tr, err := Parse(AnthropicMessages, r.Body, r.Header)
+		tr, err := Parse(AnthropicMessages, r.Body, AnthropicMessages.Hints(r.Header))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -76,7 +76,7 @@ func TestMessagesKinds(t *testing.T) {
 // in messages are kept wherever they stand when their turn is dropped.
 func TestMessagesTurns(t *testing.T) {
 	r := capture.LoadIn(t, capture.ClaudeCodeDir(), "resume_by_id_request")
-	tr, err := Parse(AnthropicMessages, r.Body, nil)
+	tr, err := Parse(AnthropicMessages, r.Body, Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestMessagesTurns(t *testing.T) {
 		}
 	}
 	r = capture.LoadIn(t, capture.ClaudeCodeDir(), "after_autocompaction_request")
-	if tr, err = Parse(AnthropicMessages, r.Body, nil); err != nil {
+	if tr, err = Parse(AnthropicMessages, r.Body, Hints{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(tr.Turns) != 2 || tr.Turns[0].Kind != Summary || tr.Turns[1].Kind != Request {
@@ -127,7 +127,7 @@ func TestMessagesBreakpointMoves(t *testing.T) {
 		`{"role":"user","content":[{"type":"text","text":"[task: b] other","cache_control":{"type":"ephemeral","ttl":"1h"}}]},` +
 		`{"role":"assistant","content":"ok b"},` +
 		`{"role":"user","content":"[task: a] again","cache_control":null}],"stream":true}`)
-	tr, err := Parse(AnthropicMessages, body, nil)
+	tr, err := Parse(AnthropicMessages, body, Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestMessagesFoldsRecordAfterResults(t *testing.T) {
 	body := []byte(`{"messages":[{"role":"user","content":"fix x"},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.go"},{"type":"text","text":"and y"}]}]}`)
-	tr, err := Parse(AnthropicMessages, body, nil)
+	tr, err := Parse(AnthropicMessages, body, Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func FuzzMessages(f *testing.F) {
 	}
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[]}]},{"role":"user","content":"a","cache_control":1}]}`), uint16(2))
 	f.Fuzz(func(t *testing.T, body []byte, mask uint16) {
-		tr, err := Parse(AnthropicMessages, body, nil)
+		tr, err := Parse(AnthropicMessages, body, Hints{})
 		if err != nil {
 			return
 		}
@@ -260,12 +260,12 @@ func TestMessagesOpenCodeKinds(t *testing.T) {
 		`{"system":"You are opencode.","messages":[{"role":"user","content":"x"}]}`:                                                                      Agent,
 		`{"messages":[{"role":"system","content":"You are a context summarization agent."},{"role":"user","content":"<conversation>x</conversation>"}]}`: Compaction,
 	} {
-		tr, err := Parse(AnthropicMessages, []byte(body), nil)
+		tr, err := Parse(AnthropicMessages, []byte(body), Hints{})
 		if err != nil || tr.Kind != want {
 			t.Errorf("%s: kind %v (%v), want %s", body, tr.Kind, err, want)
 		}
 	}
-	tr, err := Parse(AnthropicMessages, []byte(`{"messages":[{"role":"user","content":"What did we do so far?"},{"role":"assistant","content":[{"type":"text","text":"## Task a"}]},{"role":"user","content":[{"type":"text","text":"Continue if you have next steps"}]},{"role":"user","content":"next"}]}`), nil)
+	tr, err := Parse(AnthropicMessages, []byte(`{"messages":[{"role":"user","content":"What did we do so far?"},{"role":"assistant","content":[{"type":"text","text":"## Task a"}]},{"role":"user","content":[{"type":"text","text":"Continue if you have next steps"}]},{"role":"user","content":"next"}]}`), Hints{})
 	if err != nil || len(tr.Turns) != 2 || tr.Turns[0].Kind != Summary || tr.Turns[1].Start != 3 {
 		t.Fatalf("turns %+v (%v)", tr.Turns, err)
 	}

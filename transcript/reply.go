@@ -7,9 +7,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// MaxReplyCalls bounds the tool calls reassembled from one answer: a
+// maxReplyCalls bounds the tool calls reassembled from one answer: a
 // garbled stream must not make an index of 1e9 allocate.
-const MaxReplyCalls = 128
+const maxReplyCalls = 128
 
 // ParseReply returns the assistant message of an upstream chat-completions
 // answer: a server-sent event stream of chat.completion.chunk objects
@@ -39,9 +39,9 @@ func parseCompletion(body []byte, m *Message) {
 	if !msg.IsObject() {
 		return
 	}
-	m.text = contentString(msg.Get("content"))
+	m.text = contentText(msg.Get("content"))
 	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-		if len(m.ToolCalls) >= MaxReplyCalls {
+		if len(m.ToolCalls) >= maxReplyCalls {
 			return false
 		}
 		fn := c.Get("function")
@@ -50,21 +50,6 @@ func parseCompletion(body []byte, m *Message) {
 		})
 		return true
 	})
-}
-
-// contentString flattens a content field: a string or an array of parts.
-func contentString(c gjson.Result) string {
-	if !c.IsArray() {
-		return c.String()
-	}
-	var parts []string
-	c.ForEach(func(_, p gjson.Result) bool {
-		if t := p.Get("text"); t.Exists() {
-			parts = append(parts, t.String())
-		}
-		return true
-	})
-	return strings.Join(parts, "\n")
 }
 
 // parseStream reassembles a chat.completion.chunk stream; an event that is
@@ -88,7 +73,7 @@ func parseStream(body []byte, m *Message) {
 			delta = choice.Get("message") // some servers send whole messages
 		}
 		if c := delta.Get("content"); c.Exists() {
-			text.WriteString(contentString(c))
+			text.WriteString(contentText(c))
 		}
 		delta.Get("tool_calls").ForEach(func(pos, c gjson.Result) bool {
 			i := len(calls) - 1
@@ -97,7 +82,7 @@ func parseStream(body []byte, m *Message) {
 			} else if c.Get("id").String() != "" || i < 0 {
 				i = len(calls) // no index: a new call when it has an id
 			}
-			if i < 0 || i >= MaxReplyCalls {
+			if i < 0 || i >= maxReplyCalls {
 				return true
 			}
 			for len(calls) <= i {

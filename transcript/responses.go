@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -39,9 +38,9 @@ const (
 // context rather than as requests.
 var codexContext = []string{"<environment_context>", "# AGENTS.md instructions", "<user_instructions>", codexSummary}
 
-// Codex's x-codex-turn-metadata (a header, and a client_metadata member of
-// the body).
-const headerCodexTurn = "X-Codex-Turn-Metadata"
+// codexTurn is the client_metadata member of the body that holds Codex's
+// turn metadata (the header's copy: Hints.CodexTurn).
+var codexTurn = strings.ToLower(headerCodexTurn)
 
 func init() {
 	// Registered here rather than in adapters' literal so that each format
@@ -159,14 +158,14 @@ func codexInjected(text string) bool {
 // compaction ends in a compaction_trigger item, and the prompts name the
 // rest (Codex's and OpenCode's, the latter in a system message or in
 // instructions).
-func responsesKind(t *Transcript, h http.Header) Kind {
+func responsesKind(t *Transcript, h Hints) Kind {
 	f := gjson.GetManyBytes(t.Body, "client_metadata", "instructions", "generate")
 	meta, instructions, generate := f[0], f[1], f[2]
 	// The body's copy first: over a WebSocket the headers are the
 	// handshake's (request_kind prewarm) for every frame.
-	turn := gjson.Parse(meta.Get(strings.ToLower(headerCodexTurn)).String())
-	if !turn.IsObject() && h != nil {
-		turn = gjson.Parse(h.Get(headerCodexTurn))
+	turn := gjson.Parse(meta.Get(codexTurn).String())
+	if !turn.IsObject() {
+		turn = gjson.Parse(h.CodexTurn)
 	}
 	last := ""
 	if n := len(t.Messages); n > 0 {
@@ -198,11 +197,7 @@ func responsesKind(t *Transcript, h http.Header) Kind {
 			return Compaction
 		}
 	}
-	k := classify(t)
-	if k == Agent && h != nil && h.Get(headerParentSession) != "" {
-		k = Subagent
-	}
-	return k
+	return classify(t)
 }
 
 func lastUser(t *Transcript) *Message {

@@ -36,11 +36,11 @@ func responsesOutput(items []gjson.Result, m *Message) {
 	for _, it := range items {
 		switch it.Get("type").String() {
 		case "message":
-			if s := contentString(it.Get("content")); s != "" {
+			if s := contentText(it.Get("content")); s != "" {
 				text = append(text, s)
 			}
 		case "function_call", "custom_tool_call":
-			if len(m.ToolCalls) >= MaxReplyCalls {
+			if len(m.ToolCalls) >= maxReplyCalls {
 				continue
 			}
 			args := it.Get("arguments")

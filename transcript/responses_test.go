@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"bytes"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,7 @@ func responsesCaptures(t *testing.T) map[string]capture.Request {
 func TestResponsesGoldenCaptures(t *testing.T) {
 	for name, r := range responsesCaptures(t) {
 		t.Run(name, func(t *testing.T) {
-			tr, err := Parse(OpenAIResponses, r.Body, r.Header)
+			tr, err := Parse(OpenAIResponses, r.Body, OpenAIResponses.Hints(r.Header))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +78,7 @@ func TestResponsesKinds(t *testing.T) {
 		t.Errorf("%d kinds for %d captures", len(want), len(caps))
 	}
 	for name, r := range caps {
-		tr, err := Parse(OpenAIResponses, r.Body, r.Header)
+		tr, err := Parse(OpenAIResponses, r.Body, OpenAIResponses.Hints(r.Header))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -98,7 +97,7 @@ func TestResponsesKindsFromPrompts(t *testing.T) {
 		"first_agent_request":       Agent,
 	} {
 		r := capture.Codex(t, name)
-		tr, err := Parse(OpenAIResponses, r.Body, nil)
+		tr, err := Parse(OpenAIResponses, r.Body, Hints{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +110,7 @@ func TestResponsesKindsFromPrompts(t *testing.T) {
 		`{"input":[{"role":"user","content":"x"}],"generate":false}`:              Prewarm,
 		`{"input":"x"}`: Agent,
 	} {
-		tr, err := Parse(OpenAIResponses, []byte(body), http.Header{})
+		tr, err := Parse(OpenAIResponses, []byte(body), Hints{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +136,7 @@ func TestResponsesItems(t *testing.T) {
 		`{"type":"compaction","id":"cmp_1","encrypted_content":"opaque"},` +
 		`{"type":"web_search_call","id":"ws_1"}` +
 		`],"tools":[],"future_field":{"x":1}}`
-	tr, err := Parse(OpenAIResponses, []byte(body), nil)
+	tr, err := Parse(OpenAIResponses, []byte(body), Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +187,7 @@ func TestResponsesItems(t *testing.T) {
 
 func TestResponsesStringInput(t *testing.T) {
 	body := []byte(`{"model":"m","input":"fix \"it\"","prompt_cache_key":"k1"}`)
-	tr, err := Parse(OpenAIResponses, body, nil)
+	tr, err := Parse(OpenAIResponses, body, Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +214,7 @@ func TestResponsesErrors(t *testing.T) {
 		`{"input":[{"content":"x"}]}`:    ErrBadMessage,
 		`{"input":[{"type":"message"}]}`: ErrBadMessage,
 	} {
-		if _, err := Parse(OpenAIResponses, []byte(body), nil); err != want {
+		if _, err := Parse(OpenAIResponses, []byte(body), Hints{}); err != want {
 			t.Errorf("%s: err %v, want %v", body, err, want)
 		}
 	}
@@ -232,7 +231,7 @@ func FuzzResponses(f *testing.F) {
 	f.Add([]byte(`{"input":"x"}`))
 	f.Add([]byte(`{"input":[{"role":"user","content":"a"},{"type":"reasoning"},{"role":"user","content":"b"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tr, err := Parse(OpenAIResponses, body, nil)
+		tr, err := Parse(OpenAIResponses, body, Hints{})
 		if err != nil {
 			return
 		}
@@ -309,7 +308,7 @@ func TestReadResponsesEvent(t *testing.T) {
 
 func TestResponsesSummaries(t *testing.T) {
 	r := capture.Codex(t, "after_compaction_request")
-	tr, err := Parse(OpenAIResponses, r.Body, r.Header)
+	tr, err := Parse(OpenAIResponses, r.Body, OpenAIResponses.Hints(r.Header))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +316,7 @@ func TestResponsesSummaries(t *testing.T) {
 		t.Errorf("summaries %v, want the last item", got)
 	}
 	r = capture.Codex(t, "resume_by_id_request")
-	if tr, _ = Parse(OpenAIResponses, r.Body, r.Header); len(tr.Summaries()) != 0 {
+	if tr, _ = Parse(OpenAIResponses, r.Body, OpenAIResponses.Hints(r.Header)); len(tr.Summaries()) != 0 {
 		t.Errorf("summaries in a call without compaction: %v", tr.Summaries())
 	}
 }

@@ -99,7 +99,7 @@ func TestConversationReplay(t *testing.T) {
 		t.Errorf("expanded tool-output frame: %d items, differs from the resume frame's history", len(got))
 	}
 	// Parsed, it is a turn with its tool call and output, as over HTTP.
-	tr, err := Parse(OpenAIResponses, expanded[2], nil)
+	tr, err := Parse(OpenAIResponses, expanded[2], Hints{})
 	if err != nil || len(tr.Turns) != 1 || tr.Messages[7].ToolCalls[0].ID != tr.Messages[8].ToolCallID {
 		t.Fatalf("parsed: %v %+v", err, tr)
 	}

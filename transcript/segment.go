@@ -15,7 +15,7 @@ const (
 func classify(t *Transcript) Kind {
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		if !isSystem(m.Role) {
+		if !m.System() {
 			break
 		}
 		switch text := m.Text(); {
@@ -28,9 +28,9 @@ func classify(t *Transcript) Kind {
 	return Agent
 }
 
-// IsContinuation reports whether a user message is the harness's synthetic
+// isContinuation reports whether a user message is the harness's synthetic
 // "keep going" prompt rather than a request.
-func IsContinuation(text string) bool {
+func isContinuation(text string) bool {
 	return strings.HasPrefix(strings.TrimSpace(text), continuePrompt)
 }
 
@@ -63,7 +63,7 @@ func opensTurn(ms []Message, i int) (TurnKind, bool) {
 		return 0, false
 	}
 	text := m.Text()
-	if IsContinuation(text) {
+	if isContinuation(text) {
 		return 0, false
 	}
 	if strings.TrimSpace(text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {

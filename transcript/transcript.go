@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"errors"
-	"net/http"
 
 	"github.com/tidwall/gjson"
 )
@@ -140,6 +139,11 @@ func (m *Message) Text() string {
 	return contentText(gjson.Parse(m.content))
 }
 
+// System reports whether the message instructs rather than converses: the
+// roles "system" and "developer" (what a Responses harness injects for
+// every task is "developer").
+func (m *Message) System() bool { return m.Role == "system" || m.Role == "developer" }
+
 // TurnKind tells how a turn began.
 type TurnKind int
 
@@ -202,15 +206,6 @@ func (t *Transcript) Current() *Turn {
 	return &t.Turns[len(t.Turns)-1]
 }
 
-// Headers the harness uses to mark child sessions.
-const headerParentSession = "X-Parent-Session-Id"
-
 // chatKind classifies a chat-completions call: OpenCode's side calls by
-// their system prompt, a child session's calls by the parent header.
-func chatKind(t *Transcript, h http.Header) Kind {
-	k := classify(t)
-	if k == Agent && h != nil && h.Get(headerParentSession) != "" {
-		k = Subagent
-	}
-	return k
-}
+// their system prompt.
+func chatKind(t *Transcript, _ Hints) Kind { return classify(t) }

@@ -76,7 +76,7 @@ func TestGoldenCaptures(t *testing.T) {
 	for _, name := range chatCaptures(t) {
 		t.Run(name, func(t *testing.T) {
 			body, h, _ := load(t, name)
-			tr, err := Parse(OpenAIChat, body, h)
+			tr, err := Parse(OpenAIChat, body, OpenAIChat.Hints(h))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestKinds(t *testing.T) {
 	}
 	for name, kind := range want {
 		body, h, _ := load(t, name)
-		tr, err := Parse(OpenAIChat, body, h)
+		tr, err := Parse(OpenAIChat, body, OpenAIChat.Hints(h))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -145,7 +145,7 @@ func TestKinds(t *testing.T) {
 
 func TestSegmentation(t *testing.T) {
 	body, h, _ := load(t, "continue_request")
-	tr, err := Parse(OpenAIChat, body, h)
+	tr, err := Parse(OpenAIChat, body, OpenAIChat.Hints(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestSegmentation(t *testing.T) {
 		t.Fatalf("turns %+v preamble %d", tr.Turns, tr.Preamble)
 	}
 	body, h, _ = load(t, "after_autocompaction_request")
-	tr, err = Parse(OpenAIChat, body, h)
+	tr, err = Parse(OpenAIChat, body, OpenAIChat.Hints(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestSegmentation(t *testing.T) {
 
 func TestRebuildDropsWholeTurns(t *testing.T) {
 	body, h, _ := load(t, "continue_request")
-	tr, err := Parse(OpenAIChat, body, h)
+	tr, err := Parse(OpenAIChat, body, OpenAIChat.Hints(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,14 +221,14 @@ func TestParseErrors(t *testing.T) {
 		{`{"messages":[{"role":3}]}`, ErrBadMessage},
 	}
 	for _, c := range cases {
-		if _, err := Parse(OpenAIChat, []byte(c.body), nil); err != c.err {
+		if _, err := Parse(OpenAIChat, []byte(c.body), Hints{}); err != c.err {
 			t.Errorf("%s: err %v, want %v", c.body, err, c.err)
 		}
 	}
 }
 
 func TestUnsupportedFormats(t *testing.T) {
-	if _, err := Parse(Format(99), []byte(`{}`), nil); !errors.Is(err, ErrUnsupported) {
+	if _, err := Parse(Format(99), []byte(`{}`), Hints{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unknown format: err %v", err)
 	}
 	if _, ok := FormatOf("/v1/models"); ok {
@@ -238,7 +238,7 @@ func TestUnsupportedFormats(t *testing.T) {
 
 func TestContentParts(t *testing.T) {
 	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`
-	tr, err := Parse(OpenAIChat, []byte(body), nil)
+	tr, err := Parse(OpenAIChat, []byte(body), Hints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,15 +250,15 @@ func TestContentParts(t *testing.T) {
 func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
 	a, h, _ := load(t, "tool_result_request")
 	b, _, _ := load(t, "continue_request")
-	ta, _ := Parse(OpenAIChat, a, h)
-	tb, _ := Parse(OpenAIChat, b, h)
+	ta, _ := Parse(OpenAIChat, a, OpenAIChat.Hints(h))
+	tb, _ := Parse(OpenAIChat, b, OpenAIChat.Hints(h))
 	fa, fb := ta.Fingerprints(), tb.Fingerprints()
 	if len(fa) != 1 || len(fb) != 2 || fa[0] != fb[0] || fb[0] == fb[1] {
 		t.Fatalf("fingerprints %v %v", fa, fb)
 	}
 	// The same words at another point of the session fingerprint differently.
 	same := `{"messages":[{"role":"user","content":"go"},{"role":"user","content":"go"}]}`
-	ts, _ := Parse(OpenAIChat, []byte(same), nil)
+	ts, _ := Parse(OpenAIChat, []byte(same), Hints{})
 	if fs := ts.Fingerprints(); fs[0] == fs[1] {
 		t.Fatal("repeated request got the same fingerprint")
 	}
@@ -272,7 +272,7 @@ func FuzzParseRebuild(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"model":"m"}`))
 	f.Add([]byte(` { "messages" : [ {"role":"system","content":[]} , {"role":"user","content":"q"} ] } `))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tr, err := Parse(OpenAIChat, body, nil)
+		tr, err := Parse(OpenAIChat, body, Hints{})
 		if err != nil {
 			return
 		}
@@ -291,7 +291,7 @@ func FuzzParseRebuild(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("rebuild produced invalid JSON: %s", out)
 		}
-		again, err := Parse(OpenAIChat, out, nil)
+		again, err := Parse(OpenAIChat, out, Hints{})
 		if err != nil {
 			t.Fatalf("rebuilt body does not parse: %v", err)
 		}

@@ -112,7 +112,7 @@ func readCall(body []byte, h http.Header) call {
 		}
 	}
 	mini := `{"messages":[` + strings.Join(picked, ",") + "]}"
-	t, err := transcript.Parse(transcript.OpenAIChat, []byte(mini), h)
+	t, err := transcript.Parse(transcript.OpenAIChat, []byte(mini), transcript.OpenAIChat.Hints(h))
 	if err != nil {
 		return c
 	}

@@ -17,7 +17,7 @@ func fullCall(body []byte, h http.Header) call {
 	root := gjson.ParseBytes(body)
 	c.model, c.stream = root.Get("model").String(), root.Get("stream").Bool()
 	c.includeUsage = root.Get("stream_options.include_usage").Bool()
-	t, err := transcript.Parse(transcript.OpenAIChat, body, h)
+	t, err := transcript.Parse(transcript.OpenAIChat, body, transcript.OpenAIChat.Hints(h))
 	if err != nil {
 		return c
 	}

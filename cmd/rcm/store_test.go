@@ -63,7 +63,7 @@ func TestStoreCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Touch("s1", "", time.Now()); err != nil {
+	if err := s.Update(func(w *memory.Tx) error { return w.Touch("s1", "", time.Now()) }); err != nil {
 		t.Fatal(err)
 	}
 	out, err := command("store", "compact", "--db", path).CombinedOutput()

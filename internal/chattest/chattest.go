@@ -108,7 +108,7 @@ func OpenCodeBody(tb testing.TB, ms ...bench.Message) []byte {
 // Parse parses an OpenAI chat body, failing the test on error.
 func Parse(tb testing.TB, body []byte) *transcript.Transcript {
 	tb.Helper()
-	tr, err := transcript.Parse(transcript.OpenAIChat, body, nil)
+	tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 	if err != nil {
 		tb.Fatalf("parse: %v", err)
 	}

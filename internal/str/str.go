@@ -1,0 +1,31 @@
+package str
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Clip cuts s to at most n bytes (n >= 0) on a character boundary: a
+// character the cut would split is left out whole.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Quote encodes s as a JSON string with encoding/json's escaping, except
+// that <, > and & stay as they are: prompts are full of tags, and harnesses
+// serialise them unescaped. Invalid UTF-8 becomes U+FFFD.
+func Quote(s string) []byte {
+	var b bytes.Buffer
+	b.Grow(len(s) + 2)
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes, and a bytes.Buffer never fails
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
+}

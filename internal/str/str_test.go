@@ -1,0 +1,55 @@
+package str
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abc", 3, "abc"},
+		{"abcdef", 3, "abc"},
+		{"abc", 0, ""},
+		{"", 0, ""},
+		// A cut inside a character leaves it out (the rule router's clip
+		// lacked: it cut bytes, leaving invalid UTF-8 at the end).
+		{"aé", 2, "a"},
+		{"aé", 3, "aé"},
+		{"日本語", 4, "日"},
+		{"日本語", 2, ""},
+		{"😀x", 3, ""},
+		{"😀x", 4, "😀"},
+	} {
+		got := Clip(c.s, c.n)
+		if got != c.want || len(got) > c.n || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for _, c := range []struct{ s, want string }{
+		{"", `""`},
+		{"plain", `"plain"`},
+		{`<task id="t1"> & more`, `"<task id=\"t1\"> & more"`},
+		{"a\nb\t\\c\x01", `"a\nb\t\\c\u0001"`},
+		{"\u2028", `"\u2028"`},
+		{"bad \xff byte", `"bad \ufffd byte"`},
+		{"ünïcode", `"ünïcode"`},
+	} {
+		got := Quote(c.s)
+		if string(got) != c.want {
+			t.Errorf("Quote(%q) = %s, want %s", c.s, got, c.want)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Errorf("Quote(%q) = %s: not JSON: %v", c.s, got, err)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 )
 

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rcm-dev/rcm/bench/claudecode"
-	"github.com/rcm-dev/rcm/bench/opencode"
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )

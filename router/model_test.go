@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // fakeOpenAI answers chat completions with content, after delay.

@@ -16,7 +16,7 @@ import (
 	"syscall"
 
 	replaybench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
 )

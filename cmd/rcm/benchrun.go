@@ -17,9 +17,9 @@ import (
 	"time"
 
 	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/claudecode"
-	"github.com/rcm-dev/rcm/bench/opencode"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
@@ -234,7 +234,7 @@ func benchReport(args []string, stdout io.Writer) error {
 func benchUpstream(args []string, stderr io.Writer) error {
 	var script, listen string
 	opts := []option{
-		{flag: "script", env: "RCM_BENCH_SCRIPT", help: "scripted upstream JSON (bench/scripted docs); required", set: stringOpt(&script)},
+		{flag: "script", env: "RCM_BENCH_SCRIPT", help: "scripted upstream JSON (internal/scripted docs); required", set: stringOpt(&script)},
 		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on (default 127.0.0.1:8788)", set: stringOpt(&listen)},
 	}
 	listen = "127.0.0.1:8788"

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/claudecode"
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
 	"github.com/tidwall/gjson"
 )
 

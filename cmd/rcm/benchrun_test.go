@@ -14,8 +14,8 @@ import (
 	"time"
 
 	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/opencode"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // fixture is the bench runner's fixture: a Go module with two bugs (Add,

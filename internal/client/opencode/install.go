@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/npm"
+	"github.com/rcm-dev/rcm/internal/npm"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -1,6 +1,6 @@
-// Package npm holds what the bench's harness installers share about npm:
-// telling a registry that cannot be reached (a machine without network,
-// where tests may skip) from an install that is broken.
+// Package npm holds what the real-client installers (internal/client/...)
+// share about npm: telling a registry that cannot be reached (a machine
+// without network, where tests may skip) from an install that is broken.
 package npm
 
 import "strings"

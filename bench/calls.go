@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 //go:embed opencode_system.txt
@@ -43,9 +45,9 @@ type Call struct {
 	// Messages is the full history the harness sends on this call: the system
 	// prompt, every earlier request with its recorded answer, and the current
 	// stage so far. Calls share backing arrays; do not modify elements.
-	Messages []Message `json:"messages"`
+	Messages []chat.Message `json:"messages"`
 	// Response is the recorded assistant message answering this call.
-	Response Message `json:"response"`
+	Response chat.Message `json:"response"`
 }
 
 // Checkout returns the checkout path of a task in a session: its own, or
@@ -85,7 +87,7 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 	case system == "":
 		system = DefaultSystemPrompt(s.Root())
 	}
-	history := []Message{{Role: RoleSystem, Content: system}}
+	history := []chat.Message{{Role: chat.RoleSystem, Content: system}}
 	var calls []Call
 	for i, st := range steps {
 		t, ok := s.Task(st.Task)
@@ -99,11 +101,11 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 			req = sharedRequest(t, st.Stage, s.Returns == ReturnsUntitled)
 		}
 		req = strings.ReplaceAll(req, CheckoutPlaceholder, checkout)
-		history = append(history, Message{Role: RoleUser, Content: rewritePath(req, t.Workdir, checkout)})
+		history = append(history, chat.Message{Role: chat.RoleUser, Content: rewritePath(req, t.Workdir, checkout)})
 		n := len(calls)
 		for _, m := range stage.Messages {
-			m = m.rewrite(t.Workdir, checkout)
-			if m.Role == RoleAssistant {
+			m = rewrite(m, t.Workdir, checkout)
+			if m.Role == chat.RoleAssistant {
 				calls = append(calls, Call{
 					Session: session, Schedule: sched, Index: len(calls), Step: i,
 					Task: t.ID, Stage: st.Stage, Workspace: sess.Workspaces[t.ID],

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 func TestCallsDemo(t *testing.T) {
@@ -26,7 +28,7 @@ func TestCallsDemo(t *testing.T) {
 		for _, st := range steps {
 			task, _ := s.Task(st.Task)
 			for _, m := range task.Stages[st.Stage].Messages {
-				if m.Role == RoleAssistant {
+				if m.Role == chat.RoleAssistant {
 					want++
 				}
 			}
@@ -38,7 +40,7 @@ func TestCallsDemo(t *testing.T) {
 			if c.Index != i || c.Task != steps[c.Step].Task || c.Stage != steps[c.Step].Stage || c.Workspace != ss.Workspaces[c.Task] {
 				t.Fatalf("%s: call %d: %+v", sched, i, c)
 			}
-			if c.Messages[0].Role != RoleSystem || !strings.Contains(c.Messages[0].Content, "Working directory: /work\n") {
+			if c.Messages[0].Role != chat.RoleSystem || !strings.Contains(c.Messages[0].Content, "Working directory: /work\n") {
 				t.Fatalf("%s: call %d: system message %.80q", sched, i, c.Messages[0].Content)
 			}
 			if i > 0 { // the history only grows: the previous call's messages and answer are a prefix

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // OpenCode 1.18.33's compaction call, from a real capture
@@ -42,7 +44,7 @@ const toolOutputMax = 2000
 // does not fit whole, its newest messages that fit (from an assistant
 // message on). When everything fits, or tail < 0, the whole conversation is
 // in the prompt.
-func CompactionBody(model string, msgs []Message, tail int) []byte {
+func CompactionBody(model string, msgs []chat.Message, tail int) []byte {
 	units := compactionUnits(msgs)
 	head := units[:compactionHead(units, tail)]
 	parts := make([]string, 0, len(head))
@@ -81,7 +83,7 @@ type ocMessage struct {
 
 // compactionUnits groups the chat messages after the system prompt into
 // OpenCode's messages.
-func compactionUnits(msgs []Message) []ocMessage {
+func compactionUnits(msgs []chat.Message) []ocMessage {
 	var out []ocMessage
 	for i, m := range msgs {
 		size := 0
@@ -89,14 +91,14 @@ func compactionUnits(msgs []Message) []ocMessage {
 			size = len(b)
 		}
 		switch {
-		case m.Role == RoleSystem:
+		case m.Role == chat.RoleSystem:
 			continue
-		case m.Role == RoleTool && len(out) > 0 && msgs[out[len(out)-1].start].Role == RoleAssistant:
+		case m.Role == chat.RoleTool && len(out) > 0 && msgs[out[len(out)-1].start].Role == chat.RoleAssistant:
 			out[len(out)-1].end = i + 1
 			out[len(out)-1].bytes += size
 			continue
 		}
-		out = append(out, ocMessage{start: i, end: i + 1, user: m.Role == RoleUser, bytes: size})
+		out = append(out, ocMessage{start: i, end: i + 1, user: m.Role == chat.RoleUser, bytes: size})
 	}
 	return out
 }
@@ -153,15 +155,15 @@ func compactionHead(units []ocMessage, tail int) int {
 // text renders an ocMessage as OpenCode's compaction prompt does: "[User]: ...";
 // "[Assistant]: ..." and per tool call "[Assistant tool call]: name(args)"
 // with "[Tool result]: ..." (cut at 2000 characters), one per line.
-func (u ocMessage) text(msgs []Message) string {
+func (u ocMessage) text(msgs []chat.Message) string {
 	m := msgs[u.start]
 	switch m.Role {
-	case RoleUser:
+	case chat.RoleUser:
 		if m.Content == "" {
 			return ""
 		}
 		return "[User]: " + m.Content
-	case RoleAssistant:
+	case chat.RoleAssistant:
 	default:
 		return ""
 	}

@@ -5,21 +5,23 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // captureHistory is the conversation of the real compaction capture
 // (testdata/opencode/compaction_manual_request.body.json) as OpenCode sent
 // it on its agent calls.
-func captureHistory() []Message {
-	return []Message{
-		{Role: RoleSystem, Content: "You are OpenCode."},
-		{Role: RoleUser, Content: "serve msg 1: run a tool"},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Type: "function",
-			Function: FunctionCall{Name: "bash", Arguments: `{"command": "echo hello-from-tool && pwd", "description": "Print a greeting"}`}}}},
-		{Role: RoleTool, ToolCallID: "call_1", Content: "hello-from-tool\n/home/dev/project\n"},
-		{Role: RoleAssistant, Content: "done"},
-		{Role: RoleUser, Content: "serve msg 2 NOTOOL"},
-		{Role: RoleAssistant, Content: "ok, answered without tools"},
+func captureHistory() []chat.Message {
+	return []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are OpenCode."},
+		{Role: chat.RoleUser, Content: "serve msg 1: run a tool"},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1", Type: "function",
+			Function: chat.FunctionCall{Name: "bash", Arguments: `{"command": "echo hello-from-tool && pwd", "description": "Print a greeting"}`}}}},
+		{Role: chat.RoleTool, ToolCallID: "call_1", Content: "hello-from-tool\n/home/dev/project\n"},
+		{Role: chat.RoleAssistant, Content: "done"},
+		{Role: chat.RoleUser, Content: "serve msg 2 NOTOOL"},
+		{Role: chat.RoleAssistant, Content: "ok, answered without tools"},
 	}
 }
 
@@ -38,15 +40,15 @@ func TestCompactionBodyMatchesCapture(t *testing.T) {
 
 func TestCompactionBodyTailAndTruncation(t *testing.T) {
 	long := strings.Repeat("é", 2500) // 2 bytes, 1 UTF-16 unit each
-	h := []Message{
-		{Role: RoleSystem, Content: "sys"},
-		{Role: RoleUser, Content: "first request"},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "a", Function: FunctionCall{Name: "read", Arguments: `{"p":1}`}}}},
-		{Role: RoleTool, ToolCallID: "a", Content: long},
-		{Role: RoleUser, Content: "second request"},
-		{Role: RoleAssistant, Content: strings.Repeat("x", 400)},
-		{Role: RoleUser, Content: "third request"},
-		{Role: RoleAssistant, Content: "ok"},
+	h := []chat.Message{
+		{Role: chat.RoleSystem, Content: "sys"},
+		{Role: chat.RoleUser, Content: "first request"},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Function: chat.FunctionCall{Name: "read", Arguments: `{"p":1}`}}}},
+		{Role: chat.RoleTool, ToolCallID: "a", Content: long},
+		{Role: chat.RoleUser, Content: "second request"},
+		{Role: chat.RoleAssistant, Content: strings.Repeat("x", 400)},
+		{Role: chat.RoleUser, Content: "third request"},
+		{Role: chat.RoleAssistant, Content: "ok"},
 	}
 	prompt := func(tail int) string {
 		f := ParseForwarded(CompactionBody("m", h, tail))

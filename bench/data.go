@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // Trajectory formats a data directory may hold (see ReadData).
@@ -21,11 +23,11 @@ const (
 // convert, are reported and left out.
 func ReadData(dir, format string) ([]Task, []Skip, error) {
 	var suffix string
-	var read func(b []byte, source, id string) (*Trajectory, []Skip, error)
+	var read func(b []byte, source, id string) (*chat.Trajectory, []Skip, error)
 	switch format {
 	case FormatMiniSWE:
 		suffix = ".traj.json"
-		read = func(b []byte, source, _ string) (*Trajectory, []Skip, error) { return ReadMiniSWE(b, source) }
+		read = func(b []byte, source, _ string) (*chat.Trajectory, []Skip, error) { return ReadMiniSWE(b, source) }
 	case FormatOpenHands:
 		suffix, read = ".json", ReadOpenHands
 	default:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // claudeTools maps Claude Code tools to OpenCode's: the tool name and, per
@@ -51,7 +53,7 @@ type claudeBlock struct {
 // requests. Workdir is the deepest directory that holds every absolute
 // path the file tools touched. Unknown blocks and entries are reported and
 // skipped.
-func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) {
+func ReadClaudeCode(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var raw struct {
 		SessionID string `json:"session_id"`
 		Messages  []struct {
@@ -66,18 +68,18 @@ func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) 
 	skip := func(i int, reason string) {
 		skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("messages[%d]", i), Reason: reason})
 	}
-	tr := &Trajectory{Task: task, Format: "claude-code"}
-	var turn *Turn
-	var asst *Message // the assistant message being merged, while entries stay assistant
+	tr := &chat.Trajectory{Task: task, Format: "claude-code"}
+	var turn *chat.Turn
+	var asst *chat.Message // the assistant message being merged, while entries stay assistant
 	var files []string
 	for i, m := range raw.Messages {
 		if text, err := contentText(m.Content); err == nil {
-			if m.Role == RoleUser {
-				tr.Turns = append(tr.Turns, Turn{Request: text})
+			if m.Role == chat.RoleUser {
+				tr.Turns = append(tr.Turns, chat.Turn{Request: text})
 				turn, asst = &tr.Turns[len(tr.Turns)-1], nil
 				continue
 			}
-			if m.Role != RoleAssistant {
+			if m.Role != chat.RoleAssistant {
 				skip(i, fmt.Sprintf("role %q: unknown", m.Role))
 				continue
 			}
@@ -93,9 +95,9 @@ func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) 
 			continue
 		}
 		switch m.Role {
-		case RoleAssistant:
+		case chat.RoleAssistant:
 			if asst == nil {
-				turn.Messages = append(turn.Messages, Message{Role: RoleAssistant})
+				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleAssistant})
 				asst = &turn.Messages[len(turn.Messages)-1]
 			}
 			for j, bl := range blocks {
@@ -117,7 +119,7 @@ func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) 
 					skip(i, fmt.Sprintf("content[%d]: block type %q: unknown", j, bl.Type))
 				}
 			}
-		case RoleUser:
+		case chat.RoleUser:
 			asst = nil
 			var notes []string
 			for j, bl := range blocks {
@@ -127,7 +129,7 @@ func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) 
 						skip(i, fmt.Sprintf("content[%d]: tool_result without tool_use_id", j))
 						continue
 					}
-					turn.Messages = append(turn.Messages, Message{Role: RoleTool, ToolCallID: bl.ToolUseID, Content: resultText(bl.Content)})
+					turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: bl.ToolUseID, Content: resultText(bl.Content)})
 				case "text":
 					notes = append(notes, bl.Text)
 				default:
@@ -137,7 +139,7 @@ func ReadClaudeCode(b []byte, source, task string) (*Trajectory, []Skip, error) 
 			// Text after the results: a user message may not sit between a
 			// call and its result.
 			for _, n := range notes {
-				turn.Messages = append(turn.Messages, Message{Role: RoleUser, Content: n})
+				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleUser, Content: n})
 			}
 		default:
 			skip(i, fmt.Sprintf("role %q: unknown", m.Role))
@@ -170,10 +172,10 @@ func joinText(a, b string) string {
 
 // dropEmptyAssistant drops assistant messages left with neither text nor
 // calls (a response that only thought).
-func dropEmptyAssistant(ms []Message) []Message {
+func dropEmptyAssistant(ms []chat.Message) []chat.Message {
 	out := ms[:0]
 	for _, m := range ms {
-		if m.Role == RoleAssistant && m.Content == "" && len(m.ToolCalls) == 0 {
+		if m.Role == chat.RoleAssistant && m.Content == "" && len(m.ToolCalls) == 0 {
 			continue
 		}
 		out = append(out, m)
@@ -183,13 +185,13 @@ func dropEmptyAssistant(ms []Message) []Message {
 
 // claudeCall maps a tool_use block to an OpenCode tool call; it also returns
 // the file or directory the call names, if any.
-func claudeCall(bl claudeBlock) (ToolCall, string, error) {
+func claudeCall(bl claudeBlock) (chat.ToolCall, string, error) {
 	if bl.ID == "" || bl.Name == "" {
-		return ToolCall{}, "", fmt.Errorf("tool_use: id or name empty")
+		return chat.ToolCall{}, "", fmt.Errorf("tool_use: id or name empty")
 	}
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(bl.Input, &in); err != nil || in == nil {
-		return ToolCall{}, "", fmt.Errorf("tool_use %s: input: not an object", bl.ID)
+		return chat.ToolCall{}, "", fmt.Errorf("tool_use %s: input: not an object", bl.ID)
 	}
 	var file string
 	for _, k := range []string{"file_path", "path"} {
@@ -209,9 +211,9 @@ func claudeCall(bl claudeBlock) (ToolCall, string, error) {
 	}
 	a, err := json.Marshal(args)
 	if err != nil {
-		return ToolCall{}, "", fmt.Errorf("tool_use %s: %w", bl.ID, err)
+		return chat.ToolCall{}, "", fmt.Errorf("tool_use %s: %w", bl.ID, err)
 	}
-	return ToolCall{ID: bl.ID, Type: "function", Function: FunctionCall{Name: name, Arguments: string(a)}}, file, nil
+	return chat.ToolCall{ID: bl.ID, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: string(a)}}, file, nil
 }
 
 // resultText flattens a tool_result content: a string, or blocks of text

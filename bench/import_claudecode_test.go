@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 func TestReadClaudeCodeReal(t *testing.T) {
@@ -58,7 +60,7 @@ func TestReadClaudeCodeConversion(t *testing.T) {
 				}
 			}
 		}
-		if m.Role == RoleUser && strings.HasPrefix(m.Content, "and I'm sceptical about the uuid filtering") {
+		if m.Role == chat.RoleUser && strings.HasPrefix(m.Content, "and I'm sceptical about the uuid filtering") {
 			sawInterjection = true
 		}
 	}

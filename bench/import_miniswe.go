@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // MiniSWEWorkdir is the repository root of mini-swe-agent's SWE-bench runs.
@@ -31,7 +33,7 @@ var (
 // format-error reply they drew, are dropped and reported: OpenCode's native
 // tool calling has no such exchange. Tool-call ids are derived from the task
 // id, so that ids differ between tasks.
-func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
+func ReadMiniSWE(b []byte, source string) (*chat.Trajectory, []Skip, error) {
 	var raw struct {
 		InstanceID string `json:"instance_id"`
 		Format     string `json:"trajectory_format"`
@@ -53,9 +55,9 @@ func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
 	skip := func(i int, reason string) {
 		skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("messages[%d]", i), Reason: reason})
 	}
-	tr := &Trajectory{Task: raw.InstanceID, Format: "mini-swe-agent-1", Workdir: MiniSWEWorkdir}
+	tr := &chat.Trajectory{Task: raw.InstanceID, Format: "mini-swe-agent-1", Workdir: MiniSWEWorkdir}
 	idBase := callIDBase(raw.InstanceID)
-	var turn *Turn
+	var turn *chat.Turn
 	pending := ""      // id of the call awaiting its output
 	dropReply := false // the next user message answers a dropped message
 	calls := 0
@@ -66,21 +68,21 @@ func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
 			continue
 		}
 		switch {
-		case m.Role == RoleSystem:
-		case turn == nil && m.Role == RoleUser:
+		case m.Role == chat.RoleSystem:
+		case turn == nil && m.Role == chat.RoleUser:
 			issue := prDesc.FindStringSubmatch(text)
 			if issue == nil {
 				return nil, skips, fmt.Errorf("%s: messages[%d]: no <pr_description> in the first user message", source, i)
 			}
-			tr.Turns = append(tr.Turns, Turn{Request: strings.TrimSpace(strings.TrimPrefix(
+			tr.Turns = append(tr.Turns, chat.Turn{Request: strings.TrimSpace(strings.TrimPrefix(
 				strings.TrimSpace(issue[1]), "Consider the following PR description:"))})
 			turn = &tr.Turns[0]
 		case turn == nil:
 			skip(i, "message before the task's first user message")
-		case m.Role == RoleAssistant:
+		case m.Role == chat.RoleAssistant:
 			if pending != "" {
 				skip(i-1, "bash call without output")
-				turn.Messages = append(turn.Messages, Message{Role: RoleTool, ToolCallID: pending, Content: "(no result recorded)"})
+				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: pending, Content: "(no result recorded)"})
 				pending = ""
 			}
 			blocks := bashBlock.FindAllStringSubmatchIndex(text, -1)
@@ -95,14 +97,14 @@ func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
 			thought := strings.TrimSpace(text[:blocks[0][0]] + text[blocks[0][1]:])
 			thought = strings.TrimSpace(strings.TrimPrefix(thought, "THOUGHT:"))
 			pending = fmt.Sprintf("call_%s_%d", idBase, calls)
-			turn.Messages = append(turn.Messages, Message{
-				Role: RoleAssistant, Content: thought,
-				ToolCalls: []ToolCall{bashCall(pending, cmd, describe(thought), MiniSWEWorkdir)},
+			turn.Messages = append(turn.Messages, chat.Message{
+				Role: chat.RoleAssistant, Content: thought,
+				ToolCalls: []chat.ToolCall{bashCall(pending, cmd, describe(thought), MiniSWEWorkdir)},
 			})
-		case m.Role == RoleUser && dropReply:
+		case m.Role == chat.RoleUser && dropReply:
 			dropReply = false
-		case m.Role == RoleUser && pending != "":
-			turn.Messages = append(turn.Messages, Message{Role: RoleTool, ToolCallID: pending, Content: toolOutput(text)})
+		case m.Role == chat.RoleUser && pending != "":
+			turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: pending, Content: toolOutput(text)})
 			pending = ""
 		default:
 			skip(i, fmt.Sprintf("role %q message answers no bash call", m.Role))
@@ -112,7 +114,7 @@ func ReadMiniSWE(b []byte, source string) (*Trajectory, []Skip, error) {
 		return nil, skips, fmt.Errorf("%s: no user message with the task", source)
 	}
 	if pending != "" {
-		turn.Messages = append(turn.Messages, Message{Role: RoleTool, ToolCallID: pending, Content: "(no result recorded)"})
+		turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: pending, Content: "(no result recorded)"})
 	}
 	if !hasAssistant(turn.Messages) {
 		return nil, skips, fmt.Errorf("%s: no usable assistant message", source)
@@ -147,13 +149,13 @@ func toolOutput(text string) string {
 }
 
 // bashCall is a call of OpenCode's bash tool.
-func bashCall(id, command, description, workdir string) ToolCall {
+func bashCall(id, command, description, workdir string) chat.ToolCall {
 	args := struct {
 		Command     string `json:"command"`
 		Description string `json:"description,omitempty"`
 		Workdir     string `json:"workdir,omitempty"`
 	}{command, description, workdir}
-	return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: "bash", Arguments: mustJSON(args)}}
+	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: "bash", Arguments: mustJSON(args)}}
 }
 
 func mustJSON(v any) string {

@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 func TestReadMiniSWEReal(t *testing.T) {
@@ -37,7 +42,7 @@ func TestReadMiniSWEReal(t *testing.T) {
 	if strings.HasPrefix(first.Content, "THOUGHT") || !strings.HasPrefix(first.Content, "I need to locate") {
 		t.Errorf("first content = %.60q", first.Content)
 	}
-	if res := turn.Messages[1]; res.Role != RoleTool || res.ToolCallID != first.ToolCalls[0].ID || !strings.HasPrefix(res.Content, "validators.py\n") {
+	if res := turn.Messages[1]; res.Role != chat.RoleTool || res.ToolCallID != first.ToolCalls[0].ID || !strings.HasPrefix(res.Content, "validators.py\n") {
 		t.Errorf("first result = %+v", res)
 	}
 	last := turn.Messages[len(turn.Messages)-1]
@@ -107,4 +112,35 @@ func FuzzReadMiniSWE(f *testing.F) {
 			t.Fatalf("invalid history: %v", err)
 		}
 	})
+}
+
+// TestMiniSWEGolden: memory's tests read two real trajectories as this
+// importer converts them, from golden files, so that they need neither the
+// bench nor the shared data. The files must equal the current conversion
+// (go test ./bench -run TestMiniSWEGolden -update rewrites them).
+func TestMiniSWEGolden(t *testing.T) {
+	for _, id := range []string{"django__django-11099", "sympy__sympy-13480"} {
+		tr, _, err := ReadMiniSWE(readShared(t, "trajectories", "mini-swe-agent", id+".traj.json"), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.MarshalIndent(tr, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, '\n')
+		golden := filepath.Join("..", "memory", "testdata", id+".trajectory.json")
+		if *update {
+			if err := os.WriteFile(golden, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the importer's conversion: rerun with -update", golden)
+		}
+	}
 }

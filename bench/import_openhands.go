@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 var (
@@ -24,7 +26,7 @@ var (
 // (/workspace/django__django__3.0). Malformed messages are dropped and
 // reported; tool results left without their call are dropped, calls left
 // without a result get "(no result recorded)".
-func ReadOpenHands(b []byte, source, task string) (*Trajectory, []Skip, error) {
+func ReadOpenHands(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var raw struct {
 		Messages []json.RawMessage `json:"fncall_messages"`
 		Response struct {
@@ -44,8 +46,8 @@ func ReadOpenHands(b []byte, source, task string) (*Trajectory, []Skip, error) {
 		msgs = append(msgs[:len(msgs):len(msgs)], raw.Response.Choices[0].Message)
 	}
 	var skips []Skip
-	tr := &Trajectory{Task: task, Format: "openhands"}
-	var turn *Turn
+	tr := &chat.Trajectory{Task: task, Format: "openhands"}
+	var turn *chat.Turn
 	for i, rm := range msgs {
 		m, err := chatMessage(rm)
 		if err != nil {
@@ -53,8 +55,8 @@ func ReadOpenHands(b []byte, source, task string) (*Trajectory, []Skip, error) {
 			continue
 		}
 		switch {
-		case m.Role == RoleSystem:
-		case turn == nil && m.Role == RoleUser:
+		case m.Role == chat.RoleSystem:
+		case turn == nil && m.Role == chat.RoleUser:
 			if w := uploadedFiles.FindStringSubmatch(m.Content); w != nil {
 				tr.Workdir = w[1]
 			}
@@ -62,13 +64,13 @@ func ReadOpenHands(b []byte, source, task string) (*Trajectory, []Skip, error) {
 			if d := issueDesc.FindStringSubmatch(m.Content); d != nil {
 				req = d[1]
 			}
-			tr.Turns = append(tr.Turns, Turn{Request: strings.TrimSpace(req)})
+			tr.Turns = append(tr.Turns, chat.Turn{Request: strings.TrimSpace(req)})
 			turn = &tr.Turns[0]
 		case turn == nil:
 			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("fncall_messages[%d]", i), Reason: "message before the task's first user message"})
 		default:
 			if i == len(raw.Messages) { // the final response
-				m.ToolCalls = slices.DeleteFunc(m.ToolCalls, func(c ToolCall) bool { return c.Function.Name == "finish" })
+				m.ToolCalls = slices.DeleteFunc(m.ToolCalls, func(c chat.ToolCall) bool { return c.Function.Name == "finish" })
 			}
 			turn.Messages = append(turn.Messages, m)
 		}
@@ -88,15 +90,15 @@ func ReadOpenHands(b []byte, source, task string) (*Trajectory, []Skip, error) {
 
 // chatMessage decodes one OpenAI chat message; content may be a string or a
 // list of text parts. Other fields (name, ...) are dropped.
-func chatMessage(raw json.RawMessage) (Message, error) {
+func chatMessage(raw json.RawMessage) (chat.Message, error) {
 	var m struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
-		ToolCalls  []ToolCall      `json:"tool_calls"`
+		ToolCalls  []chat.ToolCall `json:"tool_calls"`
 		ToolCallID string          `json:"tool_call_id"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return Message{}, fmt.Errorf("not a chat message: %w", err)
+		return chat.Message{}, fmt.Errorf("not a chat message: %w", err)
 	}
 	text, err := contentText(m.Content)
 	if err != nil {
@@ -105,7 +107,7 @@ func chatMessage(raw json.RawMessage) (Message, error) {
 			Text string `json:"text"`
 		}
 		if json.Unmarshal(m.Content, &parts) != nil {
-			return Message{}, fmt.Errorf("content: neither a string nor a list of parts")
+			return chat.Message{}, fmt.Errorf("content: neither a string nor a list of parts")
 		}
 		var b strings.Builder
 		for _, p := range parts {
@@ -113,25 +115,25 @@ func chatMessage(raw json.RawMessage) (Message, error) {
 		}
 		text = b.String()
 	}
-	out := Message{Role: m.Role, Content: text, ToolCallID: m.ToolCallID}
+	out := chat.Message{Role: m.Role, Content: text, ToolCallID: m.ToolCallID}
 	switch m.Role {
-	case RoleSystem, RoleUser:
-	case RoleAssistant:
+	case chat.RoleSystem, chat.RoleUser:
+	case chat.RoleAssistant:
 		for j, c := range m.ToolCalls {
 			if c.ID == "" || c.Function.Name == "" || !json.Valid([]byte(c.Function.Arguments)) {
-				return Message{}, fmt.Errorf("tool_calls[%d]: id, name or arguments missing or invalid", j)
+				return chat.Message{}, fmt.Errorf("tool_calls[%d]: id, name or arguments missing or invalid", j)
 			}
 			if c.Type == "" {
 				c.Type = "function"
 			}
 			out.ToolCalls = append(out.ToolCalls, c)
 		}
-	case RoleTool:
+	case chat.RoleTool:
 		if m.ToolCallID == "" {
-			return Message{}, fmt.Errorf("tool message: tool_call_id: empty")
+			return chat.Message{}, fmt.Errorf("tool message: tool_call_id: empty")
 		}
 	default:
-		return Message{}, fmt.Errorf("role %q: unknown", m.Role)
+		return chat.Message{}, fmt.Errorf("role %q: unknown", m.Role)
 	}
 	return out, nil
 }

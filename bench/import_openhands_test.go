@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 func TestReadOpenHandsReal(t *testing.T) {
@@ -22,11 +24,11 @@ func TestReadOpenHandsReal(t *testing.T) {
 		t.Errorf("request = %.60q", turn.Request)
 	}
 	first := turn.Messages[0]
-	if first.Role != RoleAssistant || first.ToolCalls[0].ID != "toolu_01" || first.ToolCalls[0].Function.Name != "execute_bash" {
+	if first.Role != chat.RoleAssistant || first.ToolCalls[0].ID != "toolu_01" || first.ToolCalls[0].Function.Name != "execute_bash" {
 		t.Errorf("first = %+v", first)
 	}
 	last := turn.Messages[len(turn.Messages)-1]
-	if last.Role != RoleAssistant || len(last.ToolCalls) != 0 || !strings.HasPrefix(last.Content, "Perfect!") {
+	if last.Role != chat.RoleAssistant || len(last.ToolCalls) != 0 || !strings.HasPrefix(last.Content, "Perfect!") {
 		t.Errorf("final message = %+v, want the response without its finish call", last)
 	}
 	if err := validateMessages(turn.Messages); err != nil {

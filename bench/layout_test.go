@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // TestSharedLayout: in the shared layout every call of a session works in
@@ -36,7 +38,7 @@ func TestSharedLayout(t *testing.T) {
 		}
 		titled := 0
 		for _, m := range last {
-			if m.Role != RoleUser {
+			if m.Role != chat.RoleUser {
 				continue
 			}
 			for _, leak := range append([]string{checkout, "/work/ws", CheckoutPlaceholder}, append(sess.Distractors, sess.Focus)...) {
@@ -99,7 +101,7 @@ func TestSharedLayoutUntitled(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range calls[len(calls)-1].Messages {
-			if m.Role != RoleUser {
+			if m.Role != chat.RoleUser {
 				continue
 			}
 			for _, id := range append(sess.Distractors, sess.Focus) {

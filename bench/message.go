@@ -2,48 +2,19 @@ package bench
 
 import (
 	"strings"
-)
 
-// Message is one OpenAI chat-completions message, as a harness sends it in
-// the "messages" array. Content is always present (OpenCode sends
-// "content": "" on assistant messages that only call tools).
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-// ToolCall is a native OpenAI tool call of an assistant message.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall names the tool and carries its arguments as a JSON string.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Chat roles.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // rewrite returns m with every path-bounded occurrence of from replaced by to
 // in its content and tool-call arguments. It copies; m is not changed.
-func (m Message) rewrite(from, to string) Message {
+func rewrite(m chat.Message, from, to string) chat.Message {
 	if from == "" {
 		return m
 	}
 	m.Content = rewritePath(m.Content, from, to)
 	if len(m.ToolCalls) > 0 {
-		calls := make([]ToolCall, len(m.ToolCalls))
+		calls := make([]chat.ToolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
 			c.Function.Arguments = rewritePath(c.Function.Arguments, from, to)
 			calls[i] = c

@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+)
 
 func TestRewritePath(t *testing.T) {
 	cases := []struct{ in, want string }{
@@ -21,8 +25,8 @@ func TestRewritePath(t *testing.T) {
 }
 
 func TestMessageRewriteCopies(t *testing.T) {
-	m := Message{Role: RoleAssistant, Content: "in /testbed", ToolCalls: []ToolCall{bashCall("1", "ls /testbed", "", "/testbed")}}
-	r := m.rewrite("/testbed", "/w/ws1")
+	m := chat.Message{Role: chat.RoleAssistant, Content: "in /testbed", ToolCalls: []chat.ToolCall{bashCall("1", "ls /testbed", "", "/testbed")}}
+	r := rewrite(m, "/testbed", "/w/ws1")
 	if r.Content != "in /w/ws1" || r.ToolCalls[0].Function.Arguments != `{"command":"ls /w/ws1","workdir":"/w/ws1"}` {
 		t.Errorf("rewrite = %+v", r)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/tidwall/gjson"
 )
 
@@ -23,17 +24,17 @@ const (
 // role "system" entries), an assistant's text and tool calls as text and
 // tool_use blocks (the arguments as the input object, verbatim), a tool
 // result as a user message of one tool_result block.
-func anthropicMessage(m Message) ([]byte, error) {
+func anthropicMessage(m chat.Message) ([]byte, error) {
 	var b bytes.Buffer
 	q := func(s string) { writeString(&b, s) }
 	switch {
-	case m.Role == RoleTool:
+	case m.Role == chat.RoleTool:
 		b.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":`)
 		q(m.ToolCallID)
 		b.WriteString(`,"content":`)
 		q(m.Content)
 		b.WriteString(`}]}`)
-	case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+	case m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0:
 		b.WriteString(`{"role":"assistant","content":[`)
 		if m.Content != "" {
 			b.WriteString(`{"type":"text","text":`)
@@ -69,8 +70,8 @@ func anthropicMessage(m Message) ([]byte, error) {
 // anthropicTools converts chat tools ([{type, function: {name,
 // description, parameters}}]) to Anthropic's ([{name, description,
 // input_schema}]).
-func anthropicTools(chat []byte) []byte {
-	return convertTools(chat, func(b *bytes.Buffer, fn gjson.Result) {
+func anthropicTools(chatBody []byte) []byte {
+	return convertTools(chatBody, func(b *bytes.Buffer, fn gjson.Result) {
 		b.WriteString(`{"name":`)
 		b.WriteString(fn.Get("name").Raw)
 		if d := fn.Get("description"); d.Exists() {
@@ -89,10 +90,10 @@ func anthropicTools(chat []byte) []byte {
 
 // convertTools writes a JSON array of one tool per chat tool, each written
 // by tool from the chat tool's function object.
-func convertTools(chat []byte, tool func(b *bytes.Buffer, fn gjson.Result)) []byte {
+func convertTools(chatBody []byte, tool func(b *bytes.Buffer, fn gjson.Result)) []byte {
 	var b bytes.Buffer
 	b.WriteByte('[')
-	gjson.ParseBytes(chat).ForEach(func(_, t gjson.Result) bool {
+	gjson.ParseBytes(chatBody).ForEach(func(_, t gjson.Result) bool {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
@@ -106,23 +107,23 @@ func convertTools(chat []byte, tool func(b *bytes.Buffer, fn gjson.Result)) []by
 // anthropicBody converts a whole chat body the bench built (the compaction
 // call) to the Messages API: its messages one for one, model and
 // max_tokens kept, streamed.
-func anthropicBody(chat []byte) ([]byte, error) {
-	return convertBody(chat, "max_tokens", "messages", anthropicMessage)
+func anthropicBody(chatBody []byte) ([]byte, error) {
+	return convertBody(chatBody, "max_tokens", "messages", anthropicMessage)
 }
 
 // convertBody converts a whole chat body the bench built to another API:
 // the model, the token limit as limit, every message encoded into member,
 // streamed.
-func convertBody(chat []byte, limit, member string, encode func(Message) ([]byte, error)) ([]byte, error) {
+func convertBody(chatBody []byte, limit, member string, encode func(chat.Message) ([]byte, error)) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"model":`)
-	b.WriteString(gjson.GetBytes(chat, "model").Raw)
+	b.WriteString(gjson.GetBytes(chatBody, "model").Raw)
 	b.WriteString(`,"` + limit + `":`)
-	b.WriteString(strconv.FormatInt(gjson.GetBytes(chat, "max_tokens").Int(), 10))
+	b.WriteString(strconv.FormatInt(gjson.GetBytes(chatBody, "max_tokens").Int(), 10))
 	b.WriteString(`,"` + member + `":[`)
 	var err error
-	gjson.GetBytes(chat, "messages").ForEach(func(_, raw gjson.Result) bool {
-		var m Message
+	gjson.GetBytes(chatBody, "messages").ForEach(func(_, raw gjson.Result) bool {
+		var m chat.Message
 		if err = json.Unmarshal([]byte(raw.Raw), &m); err != nil {
 			return false
 		}
@@ -147,8 +148,8 @@ func convertBody(chat []byte, limit, member string, encode func(Message) ([]byte
 // message it stands for (see anthropicMessage): a user message of
 // tool_result blocks is the tool result, an assistant's tool_use blocks
 // its tool calls (the input verbatim as arguments).
-func forwardedMessage(m gjson.Result) Message {
-	msg := Message{Role: m.Get("role").String(), ToolCallID: m.Get("tool_call_id").String()}
+func forwardedMessage(m gjson.Result) chat.Message {
+	msg := chat.Message{Role: m.Get("role").String(), ToolCallID: m.Get("tool_call_id").String()}
 	c := m.Get("content")
 	if !c.IsArray() {
 		msg.Content = c.String()
@@ -157,11 +158,11 @@ func forwardedMessage(m gjson.Result) Message {
 	c.ForEach(func(_, p gjson.Result) bool {
 		switch p.Get("type").Str {
 		case "tool_result":
-			msg.Role, msg.ToolCallID = RoleTool, p.Get("tool_use_id").String()
+			msg.Role, msg.ToolCallID = chat.RoleTool, p.Get("tool_use_id").String()
 			texts = append(texts, p.Get("content").String())
 		case "tool_use":
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: p.Get("id").String(), Type: "function",
-				Function: FunctionCall{Name: p.Get("name").String(), Arguments: p.Get("input").Raw}})
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: p.Get("id").String(), Type: "function",
+				Function: chat.FunctionCall{Name: p.Get("name").String(), Arguments: p.Get("input").Raw}})
 		default:
 			if t := p.Get("text"); t.Exists() {
 				texts = append(texts, t.String())
@@ -173,8 +174,8 @@ func forwardedMessage(m gjson.Result) Message {
 		msg.Content = strings.Join(texts, "\n")
 	}
 	m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.Get("id").String(), Type: "function",
-			Function: FunctionCall{Name: tc.Get("function.name").String(), Arguments: tc.Get("function.arguments").String()}})
+		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: tc.Get("id").String(), Type: "function",
+			Function: chat.FunctionCall{Name: tc.Get("function.name").String(), Arguments: tc.Get("function.arguments").String()}})
 		return true
 	})
 	return msg

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/tidwall/gjson"
 )
 
@@ -57,7 +58,7 @@ func parseMessages(msgs gjson.Result, known map[string]Forwarded) []Forwarded {
 
 // messageKey identifies a message by everything a model reads of it: two
 // messages with equal keys are the same message, wherever they come from.
-func messageKey(m Message) string {
+func messageKey(m chat.Message) string {
 	var b strings.Builder
 	b.WriteString(m.Role)
 	b.WriteByte(0)
@@ -76,7 +77,7 @@ func messageKey(m Message) string {
 }
 
 // messageText is the text of a message that requirements are searched in.
-func messageText(m Message) string {
+func messageText(m chat.Message) string {
 	if len(m.ToolCalls) == 0 {
 		return m.Content
 	}
@@ -109,7 +110,7 @@ func Recall(requests []string, fwd []Forwarded) float64 {
 // History is the harness's history of one call with the ground truth of
 // each message: what forwarded messages are attributed against.
 type History struct {
-	Messages []Message
+	Messages []chat.Message
 	// Owner is the task each message belongs to; "" for the system prompt.
 	Owner []string
 	// Checkout maps each task of the session to its checkout path, used to

@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 func TestRecallDecodesEscapes(t *testing.T) {
@@ -45,17 +47,17 @@ func history(pairs ...any) *History {
 		Requests: map[string][]string{},
 	}
 	for i := 0; i < len(pairs); i += 2 {
-		owner, m := pairs[i].(string), pairs[i+1].(Message)
+		owner, m := pairs[i].(string), pairs[i+1].(chat.Message)
 		h.Owner = append(h.Owner, owner)
 		h.Messages = append(h.Messages, m)
-		if m.Role == RoleUser && owner != "" {
+		if m.Role == chat.RoleUser && owner != "" {
 			h.Requests[owner] = append(h.Requests[owner], m.Content)
 		}
 	}
 	return h
 }
 
-func fwdOf(t *testing.T, ms ...Message) []Forwarded {
+func fwdOf(t *testing.T, ms ...chat.Message) []Forwarded {
 	t.Helper()
 	var b []byte
 	b = append(b, `{"messages":[`...)
@@ -73,34 +75,34 @@ func fwdOf(t *testing.T, ms ...Message) []Forwarded {
 }
 
 func TestAttributeAndContamination(t *testing.T) {
-	sys := Message{Role: RoleSystem, Content: "system prompt"}
-	reqA := Message{Role: RoleUser, Content: "In /work/ws1 fix A"}
-	callA := Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Type: "function", Function: FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}}}}
-	okA := Message{Role: RoleTool, ToolCallID: "c1", Content: "OK"}
-	reqB := Message{Role: RoleUser, Content: "In /work/ws2 fix B"}
+	sys := chat.Message{Role: chat.RoleSystem, Content: "system prompt"}
+	reqA := chat.Message{Role: chat.RoleUser, Content: "In /work/ws1 fix A"}
+	callA := chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}}}}
+	okA := chat.Message{Role: chat.RoleTool, ToolCallID: "c1", Content: "OK"}
+	reqB := chat.Message{Role: chat.RoleUser, Content: "In /work/ws2 fix B"}
 	callB := callA // the same call id and command in another task
 	okB := okA
-	reqA2 := Message{Role: RoleUser, Content: "More on A"}
+	reqA2 := chat.Message{Role: chat.RoleUser, Content: "More on A"}
 	h := history("", sys, "A", reqA, "A", callA, "A", okA, "B", reqB, "B", callB, "B", okB, "A", reqA2)
 
-	memoryB := Message{Role: RoleUser, Content: "Task B state (rcm memory)\nRequirements:\nIn /work/ws2 fix B"}
-	memoryA := Message{Role: RoleUser, Content: "Task A state (rcm memory)\nWorkspace: /work/ws1 (files /work/ws1/a.py)"}
-	summary := Message{Role: RoleAssistant, Content: "worked in /work/ws1 and /work/ws2"}
+	memoryB := chat.Message{Role: chat.RoleUser, Content: "Task B state (rcm memory)\nRequirements:\nIn /work/ws2 fix B"}
+	memoryA := chat.Message{Role: chat.RoleUser, Content: "Task A state (rcm memory)\nWorkspace: /work/ws1 (files /work/ws1/a.py)"}
+	summary := chat.Message{Role: chat.RoleAssistant, Content: "worked in /work/ws1 and /work/ws2"}
 	tests := []struct {
 		name  string
-		fwd   []Message
+		fwd   []chat.Message
 		want  []string
 		contA float64 // contamination with focus A, computed from the sizes below
 	}{
-		{"native: everything in order", []Message{sys, reqA, callA, okA, reqB, callB, okB, reqA2},
+		{"native: everything in order", []chat.Message{sys, reqA, callA, okA, reqB, callB, okB, reqA2},
 			[]string{"", "A", "A", "A", "B", "B", "B", "A"}, -1},
-		{"routed: repeated messages keep their own task", []Message{sys, reqA, callA, okA, reqA2},
+		{"routed: repeated messages keep their own task", []chat.Message{sys, reqA, callA, okA, reqA2},
 			[]string{"", "A", "A", "A", "A"}, 0},
-		{"the other task's repeats after its request", []Message{sys, reqB, callB, okB},
+		{"the other task's repeats after its request", []chat.Message{sys, reqB, callB, okB},
 			[]string{"", "B", "B", "B"}, -1},
-		{"inserted records: by quoted request, then by checkout", []Message{sys, memoryA, memoryB, reqA2},
+		{"inserted records: by quoted request, then by checkout", []chat.Message{sys, memoryA, memoryB, reqA2},
 			[]string{"", "A", "B", "A"}, -1},
-		{"a tie is unattributed", []Message{sys, summary}, []string{"", ""}, 0},
+		{"a tie is unattributed", []chat.Message{sys, summary}, []string{"", ""}, 0},
 	}
 	for _, tc := range tests {
 		fwd := fwdOf(t, tc.fwd...)

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // The demo pack: a spec of a few real django tasks from mini-swe-agent
@@ -36,7 +38,7 @@ func TrimOutputs(t *Task, max int) {
 	for i := range t.Stages {
 		for j := range t.Stages[i].Messages {
 			m := &t.Stages[i].Messages[j]
-			if m.Role == RoleTool && len(m.Content) > max {
+			if m.Role == chat.RoleTool && len(m.Content) > max {
 				m.Content = trimMiddle(m.Content, max)
 			}
 		}

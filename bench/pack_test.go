@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rebuild pack/demo.json from shared/data")
+var update = flag.Bool("update", false, "rebuild pack/demo.json and memory's golden trajectories from shared/data")
 
 // demoTasks are the demo pack's tasks: six django tasks with disjoint
 // changed files, two near pairs (contrib/auth, db/models), so that near and

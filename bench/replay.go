@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 )
@@ -379,9 +380,9 @@ func newPlan(spec *Spec, sess *Session, api string) (*plan, error) {
 		encode := marshal
 		switch api {
 		case APIMessages:
-			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(Message)) }
+			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(chat.Message)) }
 		case APIResponses:
-			encode = func(v any) ([]byte, error) { return responsesItems(v.(Message)), nil }
+			encode = func(v any) ([]byte, error) { return responsesItems(v.(chat.Message)), nil }
 		}
 		for _, m := range longest {
 			b, err := encode(m)
@@ -703,7 +704,7 @@ const overheadSample = 4
 
 // direct sends the forwarded body straight to the upstream and returns the
 // round trip: the same work without the proxy.
-func (r *runner) direct(ctx context.Context, sid string, m Message, body []byte) (time.Duration, error) {
+func (r *runner) direct(ctx context.Context, sid string, m chat.Message, body []byte) (time.Duration, error) {
 	r.opts.Upstream.Enqueue(sid, reply(m))
 	defer r.opts.Upstream.Take(sid)
 	start := time.Now()
@@ -767,7 +768,7 @@ func readStream(body io.Reader) error {
 }
 
 // reply is the scripted answer that replays a recorded assistant message.
-func reply(m Message) scripted.Reply {
+func reply(m chat.Message) scripted.Reply {
 	r := scripted.Reply{Text: m.Content}
 	for _, c := range m.ToolCalls {
 		r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 )
@@ -330,7 +331,7 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 				body := append(append([]byte{}, b[0]...), b[1]...)
 				var req struct {
 					Model    string
-					Messages []Message
+					Messages []chat.Message
 					Tools    []json.RawMessage
 					Stream   bool
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/tidwall/gjson"
 )
 
@@ -15,17 +16,17 @@ import (
 // as the string they are), a tool result as a function_call_output item.
 // One chat message may so become several items; the replay matches them
 // back as one (see parseItems).
-func responsesItems(m Message) []byte {
+func responsesItems(m chat.Message) []byte {
 	var b bytes.Buffer
 	q := func(s string) { writeString(&b, s) }
 	switch {
-	case m.Role == RoleTool:
+	case m.Role == chat.RoleTool:
 		b.WriteString(`{"type":"function_call_output","call_id":`)
 		q(m.ToolCallID)
 		b.WriteString(`,"output":`)
 		q(m.Content)
 		b.WriteByte('}')
-	case m.Role == RoleAssistant:
+	case m.Role == chat.RoleAssistant:
 		if m.Content != "" || len(m.ToolCalls) == 0 {
 			b.WriteString(`{"role":"assistant","content":`)
 			q(m.Content)
@@ -55,8 +56,8 @@ func responsesItems(m Message) []byte {
 
 // responsesTools converts chat tools to the Responses API's flat function
 // tools ([{type, name, description, parameters}]).
-func responsesTools(chat []byte) []byte {
-	return convertTools(chat, func(b *bytes.Buffer, fn gjson.Result) {
+func responsesTools(chatBody []byte) []byte {
+	return convertTools(chatBody, func(b *bytes.Buffer, fn gjson.Result) {
 		b.WriteString(`{"type":"function","name":`)
 		b.WriteString(fn.Get("name").Raw)
 		if d := fn.Get("description"); d.Exists() {
@@ -74,8 +75,8 @@ func responsesTools(chat []byte) []byte {
 // responsesBody converts a whole chat body the bench built (the compaction
 // call) to the Responses API: its messages as items, model and the token
 // limit kept, streamed.
-func responsesBody(chat []byte) ([]byte, error) {
-	return convertBody(chat, "max_output_tokens", "input", func(m Message) ([]byte, error) { return responsesItems(m), nil })
+func responsesBody(chatBody []byte) ([]byte, error) {
+	return convertBody(chatBody, "max_output_tokens", "input", func(m chat.Message) ([]byte, error) { return responsesItems(m), nil })
 }
 
 // parseItems decodes a Responses input array into the chat messages it
@@ -92,7 +93,7 @@ func parseItems(items gjson.Result, known map[string]knownItems) []Forwarded {
 		return true
 	})
 	var out []Forwarded
-	var pending *Message // an assistant message still open to function_call items
+	var pending *chat.Message // an assistant message still open to function_call items
 	pendingBytes := 0
 	flush := func() {
 		if pending != nil {
@@ -117,7 +118,7 @@ func parseItems(items gjson.Result, known map[string]knownItems) []Forwarded {
 		switch it.Get("type").Str {
 		case "function_call", "custom_tool_call":
 			if pending == nil {
-				pending = &Message{Role: RoleAssistant}
+				pending = &chat.Message{Role: chat.RoleAssistant}
 			} else {
 				pendingBytes++ // the comma, as a known message counts it
 			}
@@ -125,19 +126,19 @@ func parseItems(items gjson.Result, known map[string]knownItems) []Forwarded {
 			if !args.Exists() {
 				args = it.Get("input")
 			}
-			pending.ToolCalls = append(pending.ToolCalls, ToolCall{ID: it.Get("call_id").String(), Type: "function",
-				Function: FunctionCall{Name: it.Get("name").String(), Arguments: args.String()}})
+			pending.ToolCalls = append(pending.ToolCalls, chat.ToolCall{ID: it.Get("call_id").String(), Type: "function",
+				Function: chat.FunctionCall{Name: it.Get("name").String(), Arguments: args.String()}})
 			pendingBytes += len(it.Raw)
 			continue
 		case "function_call_output", "custom_tool_call_output":
 			flush()
-			out = append(out, Forwarded{Role: RoleTool, Bytes: len(it.Raw),
-				Text: it.Get("output").String(), Key: messageKey(Message{Role: RoleTool, Content: it.Get("output").String(), ToolCallID: it.Get("call_id").String()})})
+			out = append(out, Forwarded{Role: chat.RoleTool, Bytes: len(it.Raw),
+				Text: it.Get("output").String(), Key: messageKey(chat.Message{Role: chat.RoleTool, Content: it.Get("output").String(), ToolCallID: it.Get("call_id").String()})})
 			continue
 		}
 		flush()
-		m := Message{Role: it.Get("role").String(), Content: itemText(it.Get("content"))}
-		if m.Role == RoleAssistant {
+		m := chat.Message{Role: it.Get("role").String(), Content: itemText(it.Get("content"))}
+		if m.Role == chat.RoleAssistant {
 			pending, pendingBytes = &m, len(it.Raw)
 			continue
 		}

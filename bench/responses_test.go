@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/tidwall/gjson"
 )
 
@@ -13,15 +14,15 @@ import (
 // them; a tool result is a function_call_output item; the decoded keys and
 // texts are the chat message's.
 func TestResponsesItems(t *testing.T) {
-	msgs := []Message{
-		{Role: RoleSystem, Content: "sys"},
-		{Role: RoleUser, Content: "fix <a> & b"},
-		{Role: RoleAssistant, Content: "two", ToolCalls: []ToolCall{
-			{ID: "c1", Type: "function", Function: FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}},
-			{ID: "c2", Type: "function", Function: FunctionCall{Name: "read", Arguments: `{"path":"x"}`}}}},
-		{Role: RoleTool, ToolCallID: "c1", Content: "out"},
-		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c3", Type: "function", Function: FunctionCall{Name: "bash", Arguments: `{}`}}}},
-		{Role: RoleAssistant, Content: "done"},
+	msgs := []chat.Message{
+		{Role: chat.RoleSystem, Content: "sys"},
+		{Role: chat.RoleUser, Content: "fix <a> & b"},
+		{Role: chat.RoleAssistant, Content: "two", ToolCalls: []chat.ToolCall{
+			{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "bash", Arguments: `{"command":"ls"}`}},
+			{ID: "c2", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{"path":"x"}`}}}},
+		{Role: chat.RoleTool, ToolCallID: "c1", Content: "out"},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c3", Type: "function", Function: chat.FunctionCall{Name: "bash", Arguments: `{}`}}}},
+		{Role: chat.RoleAssistant, Content: "done"},
 	}
 	var enc []string
 	known := map[string]knownItems{}
@@ -51,7 +52,7 @@ func TestResponsesItems(t *testing.T) {
 	}
 	// A known first item whose following items differ is decoded instead.
 	cut := gjson.Parse("[" + strings.Join(strings.SplitN(enc[2], ",{", 2)[:1], "") + "]")
-	if got := parseItems(cut, known); len(got) != 1 || got[0].Key != messageKey(Message{Role: RoleAssistant, Content: "two"}) {
+	if got := parseItems(cut, known); len(got) != 1 || got[0].Key != messageKey(chat.Message{Role: chat.RoleAssistant, Content: "two"}) {
 		t.Errorf("cut message: %+v", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // Version is the spec format version this package reads and writes.
@@ -62,7 +64,7 @@ type Stage struct {
 	Submit bool `json:"submit,omitempty"`
 	// Messages are the recorded assistant and tool messages (and any user
 	// messages that are not requests) that answer Request, in order.
-	Messages []Message `json:"messages,omitempty"`
+	Messages []chat.Message `json:"messages,omitempty"`
 }
 
 // Verifier says how a task's final patch is scored.
@@ -247,7 +249,7 @@ func (t *Task) Validate() error {
 // validateMessages checks roles and that every tool call is answered by a
 // tool message before the next assistant or user message, and every tool
 // message answers a pending call. Ids may repeat across a history.
-func validateMessages(ms []Message) error {
+func validateMessages(ms []chat.Message) error {
 	pending := map[string]int{}
 	open := func() error {
 		for id := range pending {
@@ -257,7 +259,7 @@ func validateMessages(ms []Message) error {
 	}
 	for i, m := range ms {
 		switch m.Role {
-		case RoleAssistant:
+		case chat.RoleAssistant:
 			if err := open(); err != nil {
 				return fmt.Errorf("messages[%d]: %w", i, err)
 			}
@@ -270,14 +272,14 @@ func validateMessages(ms []Message) error {
 				}
 				pending[c.ID]++
 			}
-		case RoleTool:
+		case chat.RoleTool:
 			if pending[m.ToolCallID] == 0 {
 				return fmt.Errorf("messages[%d]: tool_call_id %q: answers no pending call", i, m.ToolCallID)
 			}
 			if pending[m.ToolCallID]--; pending[m.ToolCallID] == 0 {
 				delete(pending, m.ToolCallID)
 			}
-		case RoleUser:
+		case chat.RoleUser:
 			if err := open(); err != nil {
 				return fmt.Errorf("messages[%d]: %w", i, err)
 			}

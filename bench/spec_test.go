@@ -6,15 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // tinyTask is a valid one-stage-plus-submit task changing file.
 func tinyTask(id, file string) Task {
 	stage := func(req string, submit bool) Stage {
-		return Stage{Request: req, Submit: submit, Messages: []Message{
-			{Role: RoleAssistant, Content: "look", ToolCalls: []ToolCall{bashCall("c1", "ls", "list", "/testbed")}},
-			{Role: RoleTool, ToolCallID: "c1", Content: "/testbed/" + file},
-			{Role: RoleAssistant, Content: "done"},
+		return Stage{Request: req, Submit: submit, Messages: []chat.Message{
+			{Role: chat.RoleAssistant, Content: "look", ToolCalls: []chat.ToolCall{bashCall("c1", "ls", "list", "/testbed")}},
+			{Role: chat.RoleTool, ToolCallID: "c1", Content: "/testbed/" + file},
+			{Role: chat.RoleAssistant, Content: "done"},
 		}}
 	}
 	return Task{

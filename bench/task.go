@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
 )
 
 // MakeTask builds a task from a SWE-bench instance, a recorded trajectory,
@@ -25,7 +27,7 @@ import (
 //
 // Without an instance the changed files are those the trajectory's edit and
 // write calls touched inside Workdir.
-func MakeTask(inst *Instance, tr *Trajectory, repo string) (Task, []Skip, error) {
+func MakeTask(inst *Instance, tr *chat.Trajectory, repo string) (Task, []Skip, error) {
 	if inst == nil && tr == nil {
 		return Task{}, nil, errors.New("bench: no instance and no trajectory")
 	}
@@ -46,7 +48,7 @@ func MakeTask(inst *Instance, tr *Trajectory, repo string) (Task, []Skip, error)
 	note := func(reason string) {
 		skips = append(skips, Skip{Source: tr.Format, Record: tr.Task, Reason: reason})
 	}
-	var all [][]Message
+	var all [][]chat.Message
 	for _, turn := range tr.Turns {
 		all = append(all, steps(turn.Messages)...)
 	}
@@ -103,7 +105,7 @@ func MakeTask(inst *Instance, tr *Trajectory, repo string) (Task, []Skip, error)
 
 // editedFiles lists the files the trajectory's edit and write calls touched,
 // relative to its Workdir.
-func editedFiles(tr *Trajectory) []string {
+func editedFiles(tr *chat.Trajectory) []string {
 	var files []string
 	for _, turn := range tr.Turns {
 		for _, m := range turn.Messages {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
@@ -46,7 +46,7 @@ func TestModelClassifier(t *testing.T) {
 		name   string
 		answer string
 		delay  time.Duration
-		last   []bench.Message
+		last   []chat.Message
 		task   string
 		method string
 		calls  int

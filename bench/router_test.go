@@ -1,6 +1,11 @@
-package router
+package bench_test
+
+// Tests of package router over the bench's sessions of the public data: the
+// router's accuracy where it matters, on what the bench replays. They live
+// here so that router's own tests need no bench (issue 12).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +13,10 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/router"
+	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/sjson"
 )
 
@@ -21,7 +29,7 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 	if len(files) != 4 {
 		t.Fatalf("%d swe-together sessions, want 4", len(files))
 	}
-	r := mustNew(t, Config{})
+	r := mustNew(t, router.Config{})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)
@@ -44,7 +52,7 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 			requests, fallbacks := 0, 0
 			for _, c := range calls {
 				h.Add(c.Messages[h.Len():]...)
-				_, p := st.route(t, r, h.Body(), Options{})
+				_, p := st.route(t, r, h.Body(), router.Options{})
 				for i, d := range p.Turns {
 					if d.Task != "t1" {
 						t.Fatalf("call %d: turn %d labelled %q (%s, %.2f): a false switch", c.Index, i, d.Task, d.Method, d.Confidence)
@@ -175,8 +183,8 @@ type variant struct {
 }
 
 // apply returns m, a message first sent on call c, as the variant sends it.
-func (v variant) apply(t *testing.T, s switchSession, c bench.Call, m bench.Message) bench.Message {
-	if m.Role == bench.RoleUser && !v.named && c.Stage > 0 {
+func (v variant) apply(t *testing.T, s switchSession, c bench.Call, m chat.Message) chat.Message {
+	if m.Role == chat.RoleUser && !v.named && c.Stage > 0 {
 		task, _ := s.spec.Task(c.Task)
 		if task.Stages[c.Stage].Submit {
 			return m
@@ -192,7 +200,7 @@ func (v variant) apply(t *testing.T, s switchSession, c bench.Call, m bench.Mess
 	if len(m.ToolCalls) == 0 || v.workdir {
 		return m
 	}
-	calls := make([]bench.ToolCall, len(m.ToolCalls)) // calls share their messages
+	calls := make([]chat.ToolCall, len(m.ToolCalls)) // calls share their messages
 	for i, tc := range m.ToolCalls {
 		args, err := sjson.Delete(tc.Function.Arguments, "workdir")
 		if err != nil {
@@ -210,14 +218,14 @@ func (v variant) apply(t *testing.T, s switchSession, c bench.Call, m bench.Mess
 // ground-truth task; the router names tasks t1, t2, ... in the order they
 // first appear.
 func replay(t *testing.T, sessions []switchSession, thr float64, v variant) *metrics {
-	r := mustNew(t, Config{Threshold: thr})
+	r := mustNew(t, router.Config{Threshold: thr})
 	m := &metrics{methods: map[string][2]int{}}
 	for _, s := range sessions {
 		label := map[string]string{}
 		var truth []string // the label of each request turn
 		st := store{}
 		var h chattest.History
-		var final []Decision
+		var final []router.Decision
 		for _, c := range s.calls {
 			for _, msg := range c.Messages[h.Len():] {
 				h.Add(v.apply(t, s, c, msg))
@@ -228,7 +236,7 @@ func replay(t *testing.T, sessions []switchSession, thr float64, v variant) *met
 			if len(truth) == c.Step {
 				truth = append(truth, label[c.Task])
 			}
-			_, p := st.route(t, r, h.Body(), Options{})
+			_, p := st.route(t, r, h.Body(), router.Options{})
 			if len(p.Turns) != c.Step+1 {
 				t.Fatalf("%s call %d: transcript has %d turns, want %d", c.Session, c.Index, len(p.Turns), c.Step+1)
 			}
@@ -253,7 +261,7 @@ func replay(t *testing.T, sessions []switchSession, thr float64, v variant) *met
 
 // checkKeep: a routed plan keeps the current task's routed turns and the
 // current turn.
-func checkKeep(t *testing.T, p Plan) {
+func checkKeep(t *testing.T, p router.Plan) {
 	t.Helper()
 	if p.Keep[len(p.Keep)-1] != len(p.Turns)-1 {
 		t.Fatalf("current turn not kept: %v", p.Keep)
@@ -321,4 +329,40 @@ func TestInterleaved(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustNew(t testing.TB, cfg router.Config) *router.Router {
+	t.Helper()
+	r, err := router.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// store mimics the proxy's label store: labels by turn fingerprint, a
+// routed label never replaced.
+type store map[transcript.Fingerprint]router.Prior
+
+// route runs one call as the proxy would: priors in, labels out.
+func (s store) route(t testing.TB, r *router.Router, raw []byte, opt router.Options) (*transcript.Transcript, router.Plan) {
+	t.Helper()
+	tr := chattest.Parse(t, raw)
+	fps := tr.Fingerprints()
+	priors := make([]router.Prior, len(fps))
+	for i, fp := range fps {
+		priors[i] = s[fp]
+	}
+	p, err := r.Route(context.Background(), tr, priors, opt)
+	if err != nil {
+		t.Fatalf("route: %v", err)
+	}
+	for i, fp := range fps {
+		if old, ok := s[fp]; ok && old.Routed {
+			continue
+		}
+		d := p.Turns[i]
+		s[fp] = router.Prior{Known: true, Task: d.Task, Confidence: d.Confidence, Method: d.Method, Routed: d.Routed}
+	}
+	return tr, p
 }

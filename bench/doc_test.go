@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/rcm-dev/rcm/bench/replay"
+	"github.com/rcm-dev/rcm/bench/run"
 	"os"
 	"reflect"
 	"strings"
@@ -26,7 +28,7 @@ func jsonKeys(t reflect.Type) []string {
 			continue
 		}
 		keys = append(keys, tag)
-		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Bin]() && ft.PkgPath() == t.PkgPath() {
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[replay.Bin]() && ft.PkgPath() == t.PkgPath() {
 			keys = append(keys, jsonKeys(ft)...)
 		}
 	}
@@ -40,7 +42,7 @@ func TestSpecDocumentsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[Results](), reflect.TypeFor[Summary](), reflect.TypeFor[RunResult]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[run.RunResult]()} {
 		for _, k := range jsonKeys(typ) {
 			if strings.HasSuffix(k, "_ci") {
 				continue

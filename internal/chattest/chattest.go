@@ -182,3 +182,31 @@ func SharedData(tb testing.TB, rel ...string) string {
 	}
 	return p
 }
+
+// ReadShared returns the contents of rel under the shared data set, skipping
+// or failing as SharedData does.
+func ReadShared(tb testing.TB, rel ...string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(SharedData(tb, rel...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// EachShared calls fn with every file of a shared data folder matching
+// pattern, after checking that there are want of them.
+func EachShared(tb testing.TB, dir, pattern string, want int, fn func(path string, b []byte)) {
+	tb.Helper()
+	files, _ := filepath.Glob(filepath.Join(SharedData(tb, dir), pattern))
+	if len(files) != want {
+		tb.Fatalf("%s: %d files, want %d", dir, len(files), want)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fn(f, b)
+	}
+}

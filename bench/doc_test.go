@@ -1,12 +1,13 @@
 package bench
 
 import (
-	"github.com/rcm-dev/rcm/bench/replay"
-	"github.com/rcm-dev/rcm/bench/run"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/bench/replay"
+	"github.com/rcm-dev/rcm/bench/run"
 )
 
 // jsonKeys lists the JSON keys of a struct type, embedded structs'
@@ -42,7 +43,7 @@ func TestSpecDocumentsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[run.RunResult]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[run.Result]()} {
 		for _, k := range jsonKeys(typ) {
 			if strings.HasSuffix(k, "_ci") {
 				continue

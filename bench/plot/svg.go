@@ -3,11 +3,12 @@ package plot
 import (
 	"bytes"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/spec"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"html"
 	"math"
 	"slices"
+
+	"github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
 // Plots are hand-written SVG: no dependency, and a browser opens them.

@@ -12,7 +12,7 @@ import (
 
 // Bar shows a Progress: a redrawn bar with an ETA on a terminal, plain
 // lines at every tenth of the way otherwise (logs, CI). Its Update fits
-// Options.Progress and RunOptions.Progress.
+// replay.Options.Progress and run.Options.Progress.
 type Bar struct {
 	w      io.Writer
 	labels Labels

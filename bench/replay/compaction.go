@@ -114,7 +114,7 @@ func compactionHead(units []ocMessage, tail int) int {
 		for _, u := range us {
 			n += u.bytes
 		}
-		return Tokens(n)
+		return tokensOf(n)
 	}
 	// Turns start at user messages.
 	var starts []int
@@ -210,26 +210,26 @@ func truncateJS(s string, max int) string {
 	return s
 }
 
-// CompactionCoverage returns the share of tasks (the session's unfinished
+// compactionCoverage returns the share of tasks (the session's unfinished
 // ones) whose every request is found verbatim in the text of some message of
 // the forwarded compaction call; NaN when there are no tasks.
-func CompactionCoverage(fwd []Forwarded, requests map[string][]string, tasks []string) float64 {
+func compactionCoverage(fwd []Forwarded, requests map[string][]string, tasks []string) float64 {
 	if len(tasks) == 0 {
 		return nan()
 	}
 	covered := 0
 	for _, t := range tasks {
-		if Recall(requests[t], fwd) == 1 {
+		if recallOf(requests[t], fwd) == 1 {
 			covered++
 		}
 	}
 	return float64(covered) / float64(len(tasks))
 }
 
-// CompactionSections reports whether the forwarded compaction call asks for
+// compactionSections reports whether the forwarded compaction call asks for
 // one section per task: it names a "## Task <id>" heading for at least two
 // ids that the call as sent did not name.
-func CompactionSections(sent, fwd string) bool {
+func compactionSections(sent, fwd string) bool {
 	before := taskHeadings(sent)
 	n := 0
 	for id := range taskHeadings(fwd) {

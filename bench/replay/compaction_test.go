@@ -51,7 +51,7 @@ func TestCompactionBodyTailAndTruncation(t *testing.T) {
 		{Role: chat.RoleAssistant, Content: "ok"},
 	}
 	prompt := func(tail int) string {
-		f := ParseForwarded(CompactionBody("m", h, tail))
+		f := parseForwarded(CompactionBody("m", h, tail))
 		if len(f) != 2 || f[0].Role != "system" || f[1].Role != "user" {
 			t.Fatalf("tail %d: messages %+v", tail, f)
 		}
@@ -110,7 +110,7 @@ func TestCompactionCoverage(t *testing.T) {
 		{nil, math.NaN()},
 	}
 	for _, c := range cases {
-		got := CompactionCoverage(fwd, reqs, c.tasks)
+		got := compactionCoverage(fwd, reqs, c.tasks)
 		if got != c.want && !(math.IsNaN(got) && math.IsNaN(c.want)) {
 			t.Errorf("%v: got %v, want %v", c.tasks, got, c.want)
 		}
@@ -130,7 +130,7 @@ func TestCompactionSections(t *testing.T) {
 		{"## Task a\n## Task b\n", true},
 	}
 	for _, c := range cases {
-		if got := CompactionSections(sent, c.fwd); got != c.want {
+		if got := compactionSections(sent, c.fwd); got != c.want {
 			t.Errorf("%q: got %v, want %v", c.fwd, got, c.want)
 		}
 	}

@@ -2,11 +2,12 @@ package replay
 
 import (
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/spec"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
 // Cost with prompt caching. Providers bill input that repeats a prefix of
@@ -27,9 +28,9 @@ type CallCost struct {
 	Cached, Rest int
 }
 
-// CacheCosts returns each context's cached part and rest, in tokens
+// cacheCosts returns each context's cached part and rest, in tokens
 // (bytes/4), given the contexts of one session in the order they were sent.
-func CacheCosts(contexts [][]byte) []CallCost {
+func cacheCosts(contexts [][]byte) []CallCost {
 	out := make([]CallCost, len(contexts))
 	for k, c := range contexts {
 		lcp := 0
@@ -37,7 +38,7 @@ func CacheCosts(contexts [][]byte) []CallCost {
 			lcp = max(lcp, commonPrefix(prev, c))
 		}
 		cached := lcp / 4 // a partly cached token is billed whole
-		out[k] = CallCost{Cached: cached, Rest: Tokens(len(c)) - cached}
+		out[k] = CallCost{Cached: cached, Rest: tokensOf(len(c)) - cached}
 	}
 	return out
 }

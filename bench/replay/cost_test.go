@@ -1,11 +1,12 @@
 package replay
 
 import (
-	"github.com/rcm-dev/rcm/bench/spec"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/bench/spec"
 )
 
 // TestCacheCosts: a call's cached part is the longest prefix it shares
@@ -16,7 +17,7 @@ func TestCacheCosts(t *testing.T) {
 	b1 := sys + strings.Repeat("b", 800)          // 300 tokens
 	a2 := a1 + strings.Repeat("A", 400)           // extends a1 after b1 came between
 	moved := sys + "R" + strings.Repeat("a", 799) // a record moved before the history
-	got := CacheCosts([][]byte{[]byte(a1), []byte(b1), []byte(a2), []byte(moved)})
+	got := cacheCosts([][]byte{[]byte(a1), []byte(b1), []byte(a2), []byte(moved)})
 	want := []CallCost{
 		{Cached: 0, Rest: 200},   // nothing sent before
 		{Cached: 100, Rest: 200}, // the system prompt
@@ -27,7 +28,7 @@ func TestCacheCosts(t *testing.T) {
 		t.Errorf("CacheCosts = %v, want %v", got, want)
 	}
 	// A shared prefix that ends inside a token bills that token whole.
-	if got := CacheCosts([][]byte{[]byte("abcdefgh"), []byte("abcdefXY")}); got[1] != (CallCost{Cached: 1, Rest: 1}) {
+	if got := cacheCosts([][]byte{[]byte("abcdefgh"), []byte("abcdefXY")}); got[1] != (CallCost{Cached: 1, Rest: 1}) {
 		t.Errorf("partial token: %v", got[1])
 	}
 }

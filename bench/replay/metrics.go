@@ -25,12 +25,12 @@ type Forwarded struct {
 	Bytes int
 }
 
-// ParseForwarded decodes the messages array of a chat-completions body (or
+// parseForwarded decodes the messages array of a chat-completions body (or
 // of a Messages body the bench built, see anthropicMessage). JSON
 // escapes are undone, so a request text compares verbatim however the proxy
 // escaped it ("\u003c" or "<"). A body without messages is read as the
 // Responses API's input items (see parseItems).
-func ParseForwarded(body []byte) []Forwarded {
+func parseForwarded(body []byte) []Forwarded {
 	if msgs := gjson.GetBytes(body, "messages"); msgs.Exists() {
 		return parseMessages(msgs, nil)
 	}
@@ -94,9 +94,9 @@ func messageText(m chat.Message) string {
 	return b.String()
 }
 
-// Recall returns the share of requests found verbatim in the text of some
+// recallOf returns the share of requests found verbatim in the text of some
 // forwarded message (1 when there are none to find).
-func Recall(requests []string, fwd []Forwarded) float64 {
+func recallOf(requests []string, fwd []Forwarded) float64 {
 	if len(requests) == 0 {
 		return 1
 	}
@@ -200,11 +200,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Contamination returns the share of forwarded message bytes (tokens are
+// contaminationOf returns the share of forwarded message bytes (tokens are
 // estimated as bytes/4, so the share is the same) that belong to tasks other
 // than focus. The system prompt and unattributed messages are not
 // contamination.
-func Contamination(fwd []Forwarded, owners []string, focus string) float64 {
+func contaminationOf(fwd []Forwarded, owners []string, focus string) float64 {
 	total, other := 0, 0
 	for i, f := range fwd {
 		total += f.Bytes
@@ -218,10 +218,10 @@ func Contamination(fwd []Forwarded, owners []string, focus string) float64 {
 	return float64(other) / float64(total)
 }
 
-// PrefixStability returns the share of cur that repeats prev from the start:
+// prefixStability returns the share of cur that repeats prev from the start:
 // the longest common prefix over len(cur), what a provider's prompt cache
 // can reuse from the previous call.
-func PrefixStability(prev, cur []byte) float64 {
+func prefixStability(prev, cur []byte) float64 {
 	if len(cur) == 0 {
 		return 1
 	}
@@ -233,8 +233,8 @@ func PrefixStability(prev, cur []byte) float64 {
 	return float64(i) / float64(len(cur))
 }
 
-// Tokens estimates tokens as bytes/4, rounded up, as the proxy does.
-func Tokens(bytes int) int { return (bytes + 3) / 4 }
+// tokensOf estimates tokens as bytes/4, rounded up, as the proxy does.
+func tokensOf(bytes int) int { return (bytes + 3) / 4 }
 
 // Decision is one routing decision and whether it was right.
 type Decision struct {
@@ -243,9 +243,9 @@ type Decision struct {
 	Routed     bool // forwarded routed, not a fallback
 }
 
-// RoutedRight returns the share of routed decisions (not fallbacks) that
+// routedRight returns the share of routed decisions (not fallbacks) that
 // were right, and how many there were; NaN without any.
-func RoutedRight(ds []Decision) (float64, int) {
+func routedRight(ds []Decision) (float64, int) {
 	n, right := 0, 0
 	for _, d := range ds {
 		if d.Routed {
@@ -270,11 +270,11 @@ type Bin struct {
 	Accuracy   stat.Num `json:"accuracy"`
 }
 
-// Calibrate returns the reliability table over bins equal-width confidence
+// calibrate returns the reliability table over bins equal-width confidence
 // bins (a confidence of 1 falls in the last) and the expected calibration
 // error: the mean over decisions of |accuracy - confidence| of their bin.
 // Empty bins are left out of the table. ECE is NaN without decisions.
-func Calibrate(ds []Decision, bins int) ([]Bin, float64) {
+func calibrate(ds []Decision, bins int) ([]Bin, float64) {
 	table := make([]Bin, bins)
 	for i := range table {
 		table[i].Lo, table[i].Hi = float64(i)/float64(bins), float64(i+1)/float64(bins)
@@ -304,13 +304,13 @@ func Calibrate(ds []Decision, bins int) ([]Bin, float64) {
 	return out, ece / float64(len(ds))
 }
 
-// MapTasks maps the proxy's task ids (X-RCM-Task) to ground-truth tasks:
+// mapTasks maps the proxy's task ids (X-RCM-Task) to ground-truth tasks:
 // pairs are taken by decreasing co-occurrence count, each proxy id and each
 // true task at most once (a greedy one-to-one majority match), so a router
 // that splits one task into several ids, or merges several tasks into one,
 // is charged for it. got and truth are parallel; empty got entries (no
 // decision) are ignored.
-func MapTasks(got, truth []string) map[string]string {
+func mapTasks(got, truth []string) map[string]string {
 	type pair struct {
 		got, truth string
 		n          int
@@ -348,10 +348,10 @@ type FalseSwitches struct {
 	Rate   stat.Num `json:"rate"`   // Count / Routed; null with no routed call
 }
 
-// CountFalseSwitches counts false switches in a single-task schedule's
+// countFalseSwitches counts false switches in a single-task schedule's
 // decisions: tasks[i] is call i's routed task (X-RCM-Task), "" when the
 // call was not routed (a fallback or no decision).
-func CountFalseSwitches(tasks []string) FalseSwitches {
+func countFalseSwitches(tasks []string) FalseSwitches {
 	var fs FalseSwitches
 	first := ""
 	for _, t := range tasks {

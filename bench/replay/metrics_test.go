@@ -18,7 +18,7 @@ func TestRecallDecodesEscapes(t *testing.T) {
 		`{"role":"user","content":"fix the \u003cparser\u003e \u0026 \"quoted\" names"},` +
 		`{"role":"user","content":[{"type":"text","text":"Task t1 state (rcm memory)\nkeep\nempty input"}]},` +
 		`{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"grep <x>\"}"}}]}]}`)
-	fwd := ParseForwarded(body)
+	fwd := parseForwarded(body)
 	if len(fwd) != 4 {
 		t.Fatalf("%d messages", len(fwd))
 	}
@@ -36,7 +36,7 @@ func TestRecallDecodesEscapes(t *testing.T) {
 		{"not across messages", []string{"names\nTask t1"}, 0},
 	}
 	for _, tc := range tests {
-		if got := Recall(tc.requests, fwd); got != tc.want {
+		if got := recallOf(tc.requests, fwd); got != tc.want {
 			t.Errorf("%s: recall %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -73,7 +73,7 @@ func fwdOf(t *testing.T, ms ...chat.Message) []Forwarded {
 		}
 		b = append(b, j...)
 	}
-	return ParseForwarded(append(b, "]}"...))
+	return parseForwarded(append(b, "]}"...))
 }
 
 func TestAttributeAndContamination(t *testing.T) {
@@ -124,11 +124,11 @@ func TestAttributeAndContamination(t *testing.T) {
 		if tc.contA == 0 && want != 0 {
 			t.Fatalf("%s: test expects no contamination", tc.name)
 		}
-		if c := Contamination(fwd, got, "A"); math.Abs(c-want) > 1e-12 {
+		if c := contaminationOf(fwd, got, "A"); math.Abs(c-want) > 1e-12 {
 			t.Errorf("%s: contamination %v, want %v", tc.name, c, want)
 		}
 	}
-	if c := Contamination(nil, nil, "A"); c != 0 {
+	if c := contaminationOf(nil, nil, "A"); c != 0 {
 		t.Errorf("empty: %v", c)
 	}
 }
@@ -146,7 +146,7 @@ func TestPrefixStability(t *testing.T) {
 		{`x`, ``, 1},
 	}
 	for _, tc := range tests {
-		if got := PrefixStability([]byte(tc.prev), []byte(tc.cur)); math.Abs(got-tc.want) > 1e-12 {
+		if got := prefixStability([]byte(tc.prev), []byte(tc.cur)); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("PrefixStability(%q, %q) = %v, want %v", tc.prev, tc.cur, got, tc.want)
 		}
 	}
@@ -157,13 +157,13 @@ func TestCalibrate(t *testing.T) {
 		{0.95, true, true}, {0.95, true, true}, {0.95, false, true}, {1.0, true, true}, // bin 0.9-1.0: conf 0.9625, acc 0.75
 		{0.55, true, false}, {0.45, false, false}, // bins 0.5 and 0.4, fallbacks
 	}
-	if rr, n := RoutedRight(ds); n != 4 || rr != 0.75 {
+	if rr, n := routedRight(ds); n != 4 || rr != 0.75 {
 		t.Errorf("routed right %v of %d, want 0.75 of 4", rr, n)
 	}
-	if rr, n := RoutedRight(ds[4:]); n != 0 || !math.IsNaN(rr) {
+	if rr, n := routedRight(ds[4:]); n != 0 || !math.IsNaN(rr) {
 		t.Errorf("routed right without routed decisions: %v of %d", rr, n)
 	}
-	bins, ece := Calibrate(ds, 10)
+	bins, ece := calibrate(ds, 10)
 	if len(bins) != 3 || bins[0].Lo != 0.4 || bins[1].Lo != 0.5 || bins[2].Lo != 0.9 || bins[2].N != 4 {
 		t.Fatalf("bins %+v", bins)
 	}
@@ -174,10 +174,10 @@ func TestCalibrate(t *testing.T) {
 	if math.Abs(ece-want) > 1e-12 {
 		t.Errorf("ECE %v, want %v", ece, want)
 	}
-	if _, ece := Calibrate(nil, 10); !math.IsNaN(ece) {
+	if _, ece := calibrate(nil, 10); !math.IsNaN(ece) {
 		t.Errorf("ECE of nothing %v, want NaN", ece)
 	}
-	if _, ece := Calibrate([]Decision{{Confidence: 1, Correct: true}, {Confidence: 0}}, 10); ece != 0 {
+	if _, ece := calibrate([]Decision{{Confidence: 1, Correct: true}, {Confidence: 0}}, 10); ece != 0 {
 		t.Errorf("perfect calibration: ECE %v", ece)
 	}
 }
@@ -197,7 +197,7 @@ func TestMapTasks(t *testing.T) {
 			map[string]string{"t1": "A"}, 2},
 	}
 	for _, tc := range tests {
-		m := MapTasks(tc.got, tc.truth)
+		m := mapTasks(tc.got, tc.truth)
 		if !reflect.DeepEqual(m, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, m, tc.want)
 		}
@@ -265,7 +265,7 @@ func TestCountFalseSwitches(t *testing.T) {
 		{"fallbacks not counted", []string{"t1", "", "t2", "", "t1"}, 1, 3, 1.0 / 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := CountFalseSwitches(tc.tasks)
+			fs := countFalseSwitches(tc.tasks)
 			if fs.Count != tc.count || fs.Routed != tc.routed {
 				t.Errorf("count, routed = %d, %d; want %d, %d", fs.Count, fs.Routed, tc.count, tc.routed)
 			}
@@ -278,9 +278,9 @@ func TestCountFalseSwitches(t *testing.T) {
 
 func TestFalseSwitchesPooled(t *testing.T) {
 	rs := []*SessionResult{
-		{FalseSwitches: CountFalseSwitches([]string{"a", "b", "a"})},
-		{FalseSwitches: CountFalseSwitches([]string{"x", "x", "x", "x", "x"})},
-		{FalseSwitches: CountFalseSwitches([]string{"", ""})},
+		{FalseSwitches: countFalseSwitches([]string{"a", "b", "a"})},
+		{FalseSwitches: countFalseSwitches([]string{"x", "x", "x", "x", "x"})},
+		{FalseSwitches: countFalseSwitches([]string{"", ""})},
 	}
 	fs := falseSwitchesOf(rs)
 	if fs.Count != 1 || fs.Routed != 8 || fs.Rate != stat.Num(1.0/8) {

@@ -2,9 +2,10 @@ package replay
 
 import (
 	"fmt"
+	"math"
+
 	"github.com/rcm-dev/rcm/bench/plot"
 	"github.com/rcm-dev/rcm/bench/stat"
-	"math"
 )
 
 // defaultRow picks, for each mode, the summary at the threshold nearest the

@@ -85,9 +85,9 @@ func (r *runner) inspect(ctx context.Context, u string) (*sessionView, error) {
 	return &v, nil
 }
 
-// Slope returns the least-squares slope of ys over their indices (the
+// slopeOf returns the least-squares slope of ys over their indices (the
 // growth per step); NaN with fewer than two values.
-func Slope(ys []float64) float64 {
+func slopeOf(ys []float64) float64 {
 	n := float64(len(ys))
 	if len(ys) < 2 {
 		return nan()

@@ -78,7 +78,7 @@ func TestSlopeAndRecordBytes(t *testing.T) {
 		{[]float64{5}, math.NaN()},
 		{nil, math.NaN()},
 	} {
-		if got := Slope(c.ys); got != c.want && !(math.IsNaN(got) && math.IsNaN(c.want)) {
+		if got := slopeOf(c.ys); got != c.want && !(math.IsNaN(got) && math.IsNaN(c.want)) {
 			t.Errorf("Slope(%v) = %v, want %v", c.ys, got, c.want)
 		}
 	}

@@ -577,7 +577,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 			contexts = append(contexts, fwd)
 		}
 		if prev != nil {
-			o.prefix = PrefixStability(prev, raw)
+			o.prefix = prefixStability(prev, raw)
 		}
 		prev = raw
 		if o.focus {
@@ -586,8 +586,8 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 			if r.opts.API == APIResponses {
 				f = parseItems(msgs, sp.items)
 			}
-			o.recall = Recall(h.Requests[p.sess.Focus], f)
-			o.contamination = Contamination(f, h.Attribute(f), p.sess.Focus)
+			o.recall = recallOf(h.Requests[p.sess.Focus], f)
+			o.contamination = contaminationOf(f, h.Attribute(f), p.sess.Focus)
 		}
 		if r.opts.Direct != "" && k%overheadSample == 0 {
 			d, err := r.direct(ctx, sid+"-direct", c.Response, fwd)
@@ -606,7 +606,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		out = append(out, o)
 		r.track.Add(1, 0)
 	}
-	for i, c := range CacheCosts(contexts) {
+	for i, c := range cacheCosts(contexts) {
 		out[i].cost = c
 	}
 	if sc != benchspec.ScheduleSwitch {
@@ -618,7 +618,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		got[i], truth[i] = o.task, o.truth
 	}
 	ids := map[string]string{}
-	for g, t := range MapTasks(got, truth) {
+	for g, t := range mapTasks(got, truth) {
 		ids[t] = g
 	}
 	if id := ids[p.sess.Focus]; id != "" {
@@ -664,10 +664,10 @@ func (r *runner) compaction(ctx context.Context, p *plan, sp *schedulePlan, sid 
 	if len(got) != 1 {
 		return fmt.Errorf("the upstream received %d requests, want 1", len(got))
 	}
-	fwd := ParseForwarded(got[0].Body)
-	end.coverage = CompactionCoverage(fwd, reqs, sp.unfinished)
+	fwd := parseForwarded(got[0].Body)
+	end.coverage = compactionCoverage(fwd, reqs, sp.unfinished)
 	end.sections = 0
-	if CompactionSections(joinTexts(ParseForwarded(body)), joinTexts(fwd)) {
+	if compactionSections(joinTexts(parseForwarded(body)), joinTexts(fwd)) {
 		end.sections = 1
 	}
 	return nil

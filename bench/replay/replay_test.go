@@ -347,7 +347,7 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 				}
 			}
 			for raw, f := range sp.known {
-				got := ParseForwarded([]byte(`{"messages":[` + raw + `]}`))
+				got := parseForwarded([]byte(`{"messages":[` + raw + `]}`))
 				if len(got) != 1 || got[0] != f {
 					t.Fatalf("%s %s: kept decoding %+v, decoding again gives %+v", p.sess.ID, sc, f, got)
 				}

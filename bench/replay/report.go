@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
 // Files Write puts in its directory.

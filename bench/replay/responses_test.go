@@ -66,7 +66,7 @@ func FuzzParseForwarded(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"y"}]}]}`))
 	f.Add([]byte(`{"input":"just text"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fwd := ParseForwarded(body)
+		fwd := parseForwarded(body)
 		in := gjson.GetBytes(body, "input")
 		if gjson.GetBytes(body, "messages").Exists() || !in.IsArray() || !gjson.ValidBytes(body) {
 			return

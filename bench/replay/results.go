@@ -2,12 +2,13 @@ package replay
 
 import (
 	"cmp"
-	benchspec "github.com/rcm-dev/rcm/bench/spec"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
 // SessionResult is what one session showed in one mode at one threshold.
@@ -148,7 +149,7 @@ type RecordBytes struct {
 }
 
 func recordBytes(turns []float64) RecordBytes {
-	rb := RecordBytes{Mean: stat.Mean(turns), Max: stat.Num(math.NaN()), PerTurn: stat.Num(Slope(turns))}
+	rb := RecordBytes{Mean: stat.Mean(turns), Max: stat.Num(math.NaN()), PerTurn: stat.Num(slopeOf(turns))}
 	if len(turns) > 0 {
 		rb.Max = stat.Num(slices.Max(turns))
 	}
@@ -187,7 +188,7 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 		if o.postSwitch {
 			post.add(o, base, k)
 		}
-		toks = append(toks, float64(Tokens(o.fwd)))
+		toks = append(toks, float64(tokensOf(o.fwd)))
 		k++
 	}
 	r.FocusCall = k
@@ -204,7 +205,7 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 			routedB[i] = o.task
 		}
 	}
-	r.FalseSwitches = CountFalseSwitches(routedB)
+	r.FalseSwitches = countFalseSwitches(routedB)
 	r.PostSwitch = PostSwitch{FocusCalls: len(post.recall), FocusRecall: stat.Mean(post.recall), Contamination: stat.Mean(post.contam),
 		TokensRatio: stat.Mean(post.ratio), TokensVsBase: stat.Mean(post.vsBase)}
 
@@ -231,7 +232,7 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 	r.Routed, r.PrefixStability = stat.Num(routed/n), stat.Mean(prefix)
 	r.RoutingAccuracy = stat.Num(math.NaN())
 	if routed > 0 {
-		m := MapTasks(got, truth)
+		m := mapTasks(got, truth)
 		correct := 0
 		for i, o := range sw {
 			if o.task == "" {
@@ -429,9 +430,9 @@ func metricsOf(rs []*SessionResult) Metrics {
 		over = append(over, r.overhead...)
 	}
 	var ece float64
-	m.Calibration, ece = Calibrate(ds, 10)
+	m.Calibration, ece = calibrate(ds, 10)
 	m.ECE = stat.Num(ece)
-	rr, rn := RoutedRight(ds)
+	rr, rn := routedRight(ds)
 	m.RoutedRight, m.RoutedN = stat.Num(rr), rn
 	m.OverheadP50, m.OverheadP95 = stat.Num(stat.Percentile(over, 50)), stat.Num(stat.Percentile(over, 95))
 	return m

@@ -6,11 +6,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/plot"
-	"github.com/rcm-dev/rcm/bench/replay"
-	"github.com/rcm-dev/rcm/bench/run"
-	"github.com/rcm-dev/rcm/bench/spec"
-	benchstat "github.com/rcm-dev/rcm/bench/stat"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -19,9 +14,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rcm-dev/rcm/bench/plot"
+	"github.com/rcm-dev/rcm/bench/replay"
+	"github.com/rcm-dev/rcm/bench/run"
+	"github.com/rcm-dev/rcm/bench/spec"
+	benchstat "github.com/rcm-dev/rcm/bench/stat"
 )
 
-// Files WriteRunReport puts beside RunsFile.
+// Files Write puts beside RunsFile.
 const (
 	RunReportFile  = "run_report.md"
 	RunSummaryFile = "run_summary.json"
@@ -31,11 +32,11 @@ const (
 	RunSweepSVG    = "run_threshold_sweep.svg"
 )
 
-// Bootstraps is the number of bootstrap resamples behind each interval.
-const Bootstraps = 2000
+// bootstraps is the number of bootstrap resamples behind each interval.
+const bootstraps = 2000
 
-// RunReport is what `rcm bench report` computes from a RunsFile.
-type RunReport struct {
+// Report is what `rcm bench report` computes from a RunsFile.
+type Report struct {
 	Runs       int          `json:"runs"`
 	Sessions   int          `json:"sessions"`
 	Repeats    int          `json:"repeats"`
@@ -124,7 +125,7 @@ type armKey struct {
 	thr  string
 }
 
-func keyOf(r *run.RunResult) armKey {
+func keyOf(r *run.Result) armKey {
 	t := "-"
 	if !math.IsNaN(float64(r.Threshold)) {
 		t = strconv.FormatFloat(float64(r.Threshold), 'f', -1, 64)
@@ -132,11 +133,11 @@ func keyOf(r *run.RunResult) armKey {
 	return armKey{r.Mode, t}
 }
 
-// Report computes the RunReport of runs (a later run with the same key
+// New computes the Report of runs (a later run with the same key
 // replaces an earlier one).
-func Report(runs []run.RunResult) *RunReport {
+func New(runs []run.Result) *Report {
 	byKey := map[string]int{}
-	var rs []*run.RunResult
+	var rs []*run.Result
 	for i := range runs {
 		if j, ok := byKey[runs[i].Key]; ok {
 			rs[j] = &runs[i]
@@ -145,9 +146,9 @@ func Report(runs []run.RunResult) *RunReport {
 		byKey[runs[i].Key] = len(rs)
 		rs = append(rs, &runs[i])
 	}
-	rep := &RunReport{Runs: len(rs)}
+	rep := &Report{Runs: len(rs)}
 	sessions := map[string]bool{}
-	arms := map[armKey][]*run.RunResult{}
+	arms := map[armKey][]*run.Result{}
 	var order []armKey
 	for _, r := range rs {
 		sessions[r.Session] = true
@@ -176,7 +177,7 @@ func Report(runs []run.RunResult) *RunReport {
 	slices.SortFunc(order, func(a, b armKey) int {
 		return cmp.Or(cmp.Compare(modeRank(a.mode), modeRank(b.mode)), cmp.Compare(a.mode, b.mode), cmp.Compare(a.thr, b.thr))
 	})
-	var native []*run.RunResult
+	var native []*run.Result
 	for _, k := range order {
 		if k.mode == spec.ModeNative {
 			native = arms[k]
@@ -191,10 +192,10 @@ func Report(runs []run.RunResult) *RunReport {
 	return rep
 }
 
-func armSummary(rs, native []*run.RunResult) ArmSummary {
+func armSummary(rs, native []*run.Result) ArmSummary {
 	a := ArmSummary{Mode: rs[0].Mode, Threshold: rs[0].Threshold}
 	a.Split = split(rs)
-	var near, far []*run.RunResult
+	var near, far []*run.Result
 	for _, r := range rs {
 		if r.Kind == spec.KindNear {
 			near = append(near, r)
@@ -205,24 +206,24 @@ func armSummary(rs, native []*run.RunResult) ArmSummary {
 	a.Near, a.Far = split(near), split(far)
 	cond := [2]string{run.ConditionBase, run.ConditionSwitch}
 	for i, c := range cond {
-		a.Calls[i] = runMean(rs, c, func(r *run.RunResult) (float64, bool) { return float64(r.Calls), true })
-		a.Forwarded[i] = runMean(rs, c, func(r *run.RunResult) (float64, bool) { return float64(r.ForwardedTokens), true })
-		a.Prompt[i] = runMean(rs, c, func(r *run.RunResult) (float64, bool) { return float64(r.PromptTokens), r.UsageCalls > 0 })
-		a.Uncached[i] = runMean(rs, c, func(r *run.RunResult) (float64, bool) {
+		a.Calls[i] = runMean(rs, c, func(r *run.Result) (float64, bool) { return float64(r.Calls), true })
+		a.Forwarded[i] = runMean(rs, c, func(r *run.Result) (float64, bool) { return float64(r.ForwardedTokens), true })
+		a.Prompt[i] = runMean(rs, c, func(r *run.Result) (float64, bool) { return float64(r.PromptTokens), r.UsageCalls > 0 })
+		a.Uncached[i] = runMean(rs, c, func(r *run.Result) (float64, bool) {
 			return float64(r.PromptTokens - r.CachedTokens), r.UsageCalls > 0
 		})
-		a.Cached[i] = runMean(rs, c, func(r *run.RunResult) (float64, bool) { return float64(r.CachedTokens), r.UsageCalls > 0 })
+		a.Cached[i] = runMean(rs, c, func(r *run.Result) (float64, bool) { return float64(r.CachedTokens), r.UsageCalls > 0 })
 		a.Billed[i] = runMean(rs, c, billedPrompt)
 	}
 	ratio := func(x, y benchstat.Num) benchstat.Num { return benchstat.Num(float64(x) / float64(y)) }
 	a.CallsX, a.ForwardedX = ratio(a.Calls[1], a.Calls[0]), ratio(a.Forwarded[1], a.Forwarded[0])
 	a.PromptX, a.UncachedX = ratio(a.Prompt[1], a.Prompt[0]), ratio(a.Uncached[1], a.Uncached[0])
-	nat := func(get func(*run.RunResult) (float64, bool)) benchstat.Num {
+	nat := func(get func(*run.Result) (float64, bool)) benchstat.Num {
 		return runMean(native, run.ConditionSwitch, get)
 	}
-	a.CallsVsNative = ratio(a.Calls[1], nat(func(r *run.RunResult) (float64, bool) { return float64(r.Calls), true }))
-	a.ForwardedVsNative = ratio(a.Forwarded[1], nat(func(r *run.RunResult) (float64, bool) { return float64(r.ForwardedTokens), true }))
-	a.PromptVsNative = ratio(a.Prompt[1], nat(func(r *run.RunResult) (float64, bool) { return float64(r.PromptTokens), r.UsageCalls > 0 }))
+	a.CallsVsNative = ratio(a.Calls[1], nat(func(r *run.Result) (float64, bool) { return float64(r.Calls), true }))
+	a.ForwardedVsNative = ratio(a.Forwarded[1], nat(func(r *run.Result) (float64, bool) { return float64(r.ForwardedTokens), true }))
+	a.PromptVsNative = ratio(a.Prompt[1], nat(func(r *run.Result) (float64, bool) { return float64(r.PromptTokens), r.UsageCalls > 0 }))
 	a.BilledVsNative = ratio(a.Billed[1], nat(billedPrompt))
 
 	type pair struct {
@@ -264,7 +265,7 @@ func armSummary(rs, native []*run.RunResult) ArmSummary {
 }
 
 // runMean is the mean of get over the runs of condition c that have a value.
-func runMean(rs []*run.RunResult, c string, get func(*run.RunResult) (float64, bool)) benchstat.Num {
+func runMean(rs []*run.Result, c string, get func(*run.Result) (float64, bool)) benchstat.Num {
 	var xs []float64
 	for _, r := range rs {
 		if r.Condition != c {
@@ -278,7 +279,7 @@ func runMean(rs []*run.RunResult, c string, get func(*run.RunResult) (float64, b
 }
 
 // split computes resolution and its intervals over rs.
-func split(rs []*run.RunResult) Split {
+func split(rs []*run.Result) Split {
 	type cell struct{ base, sw []float64 }
 	cells := map[string]*cell{}
 	var ids []string
@@ -329,7 +330,7 @@ func split(rs []*run.RunResult) Split {
 	}
 	var us, ws, gs []float64
 	if len(ids) > 0 {
-		for range Bootstraps {
+		for range bootstraps {
 			u, w := stat(func(int) *cell { return cells[ids[rng.IntN(len(ids))]] }, len(ids), resample)
 			if !math.IsNaN(u) {
 				us = append(us, u)
@@ -350,7 +351,7 @@ func split(rs []*run.RunResult) Split {
 }
 
 // flips pairs an arm's runs with native's on (session, condition, repeat).
-func flips(rs, native []*run.RunResult) []Flip {
+func flips(rs, native []*run.Result) []Flip {
 	type pair struct {
 		session, condition string
 		repeat             int
@@ -382,8 +383,8 @@ func flips(rs, native []*run.RunResult) []Flip {
 	return out
 }
 
-// WriteRunReport reads dir/RunsFile and writes the report files beside it.
-func WriteRunReport(dir string) (*RunReport, error) {
+// Write reads dir/RunsFile and writes the report files beside it.
+func Write(dir string) (*Report, error) {
 	runs, err := run.ReadRuns(filepath.Join(dir, run.RunsFile))
 	if err != nil {
 		return nil, err
@@ -391,7 +392,7 @@ func WriteRunReport(dir string) (*RunReport, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("bench: %s: no runs yet", filepath.Join(dir, run.RunsFile))
 	}
-	rep := Report(runs)
+	rep := New(runs)
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -436,7 +437,7 @@ func csvNum(x benchstat.Num) string {
 	return strconv.FormatFloat(float64(x), 'f', -1, 64)
 }
 
-func (rep *RunReport) markdown(w io.Writer) {
+func (rep *Report) markdown(w io.Writer) {
 	fmt.Fprintf(w, "# rcm bench run\n\n%d runs over %d sessions, up to %d repeats (modes %s; thresholds %s).\n\n",
 		rep.Runs, rep.Sessions, rep.Repeats, strings.Join(rep.Modes, ", "), benchstat.JoinFloats(rep.Thresholds))
 	fmt.Fprint(w, `Each run drives a real harness through one focus task's schedule, S_base (the task alone) or
@@ -502,7 +503,7 @@ Brackets: bootstrap 95% intervals (sessions, then repeats within each, resampled
 	}
 }
 
-func (rep *RunReport) summaryCSV(w io.Writer) error {
+func (rep *Report) summaryCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"mode", "threshold", "sessions", "base_runs", "switch_runs", "res_unint", "res_unint_lo", "res_unint_hi",
 		"res_switch", "res_switch_lo", "res_switch_hi", "gap", "gap_lo", "gap_hi", "near_gap", "far_gap",
@@ -520,7 +521,7 @@ func (rep *RunReport) summaryCSV(w io.Writer) error {
 	return cw.Error()
 }
 
-func runsCSV(w io.Writer, runs []run.RunResult) error {
+func runsCSV(w io.Writer, runs []run.Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"key", "session", "task", "kind", "condition", "mode", "threshold", "repeat", "resolved", "applied",
 		"fail_to_pass_passed", "fail_to_pass_total", "pass_to_pass_passed", "pass_to_pass_total", "requests", "answered",
@@ -540,7 +541,7 @@ func runsCSV(w io.Writer, runs []run.RunResult) error {
 }
 
 // resolvedSVG: Res_unint and Res_switch per arm, with their intervals.
-func (rep *RunReport) resolvedSVG() []byte {
+func (rep *Report) resolvedSVG() []byte {
 	const W, H = 720, 360
 	s := plot.New(W, H)
 	b := plot.Box{X: 60, Y: 40, W: W - 80, H: H - 110, Top: 1}
@@ -565,7 +566,7 @@ func (rep *RunReport) resolvedSVG() []byte {
 
 // sweepSVG: Res_switch against the threshold, one line per routed mode,
 // native as a dashed level.
-func (rep *RunReport) sweepSVG() []byte {
+func (rep *Report) sweepSVG() []byte {
 	const W, H = 640, 340
 	s := plot.New(W, H)
 	b := plot.Box{X: 60, Y: 40, W: W - 100, H: H - 110, Top: 1}
@@ -593,6 +594,6 @@ func (rep *RunReport) sweepSVG() []byte {
 
 // billedPrompt is a run's prompt tokens billed with prompt caching: the
 // uncached ones in full, the cached ones at DefaultCachePrice.
-func billedPrompt(r *run.RunResult) (float64, bool) {
+func billedPrompt(r *run.Result) (float64, bool) {
 	return float64(r.PromptTokens-r.CachedTokens) + replay.DefaultCachePrice*float64(r.CachedTokens), r.UsageCalls > 0
 }

@@ -1,18 +1,20 @@
 package report
 
 import (
-	"github.com/rcm-dev/rcm/bench/run"
-	"github.com/rcm-dev/rcm/bench/spec"
-	"github.com/rcm-dev/rcm/bench/stat"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/bench/run"
+	"github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
-func runOf(session, cond, mode string, thr float64, rep int, resolved bool, calls int) run.RunResult {
-	return run.RunResult{Key: run.RunKey(session, cond, mode, thr, rep), Session: session, Kind: spec.KindFar, Condition: cond,
+func runOf(session, cond, mode string, thr float64, rep int, resolved bool, calls int) run.Result {
+	return run.Result{Key: run.Key(session, cond, mode, thr, rep), Session: session, Kind: spec.KindFar, Condition: cond,
 		Mode: mode, Threshold: stat.Num(thr), Repeat: rep, Score: run.Score{Resolved: resolved}, Requests: 2, Answered: 2,
 		Usage: run.Usage{Calls: calls, ForwardedTokens: calls * 100}}
 }
@@ -20,7 +22,7 @@ func runOf(session, cond, mode string, thr float64, rep int, resolved bool, call
 // TestReport: Gap, multipliers, flips and intervals on known runs.
 func TestReport(t *testing.T) {
 	nan := math.NaN()
-	var runs []run.RunResult
+	var runs []run.Result
 	for _, s := range []string{"a", "b", "c", "d"} {
 		for rep := range 2 {
 			runs = append(runs,
@@ -30,7 +32,7 @@ func TestReport(t *testing.T) {
 				runOf(s, run.ConditionSwitch, spec.ModeRCM, 0.8, rep, s != "d", 20))
 		}
 	}
-	rep := Report(runs)
+	rep := New(runs)
 	if len(rep.Arms) != 2 || rep.Sessions != 4 || rep.Repeats != 2 || rep.Runs != 32 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -56,44 +58,21 @@ func TestReport(t *testing.T) {
 	}
 }
 
-// TestRunsFile: a last line cut short by a crash is ignored on read and
-// cut before the next append; a bad line elsewhere is an error.
-func TestRunsFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), run.RunsFile)
-	good := `{"key":"s|base|native|-|0","resolved":true,"threshold":null}` + "\n"
-	os.WriteFile(path, []byte(good+`{"key":"s|switch`), 0o644)
-	runs, err := run.ReadRuns(path)
-	if err != nil || len(runs) != 1 || !math.IsNaN(float64(runs[0].Threshold)) {
-		t.Fatalf("%+v, %v", runs, err)
-	}
-	l, err := run.OpenRunLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runOf("s", run.ConditionSwitch, spec.ModeRCM, 0.5, 0, false, 3)
-	if err := l.Append(&r); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	runs, err = run.ReadRuns(path)
-	if err != nil || len(runs) != 2 || runs[1].Key != "s|switch|rcm|0.5|0" {
-		t.Fatalf("%+v, %v", runs, err)
-	}
-	os.WriteFile(path, []byte("not json\n"+good), 0o644)
-	if _, err := run.ReadRuns(path); err == nil || !strings.Contains(err.Error(), ":1:") {
-		t.Errorf("bad first line: %v", err)
-	}
-}
-
-// TestWriteRunReport writes every report file.
-func TestWriteRunReport(t *testing.T) {
+// TestWrite writes every report file.
+func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := run.OpenRunLog(filepath.Join(dir, run.RunsFile))
-	for _, r := range []run.RunResult{runOf("a", run.ConditionBase, spec.ModeNative, math.NaN(), 0, true, 4), runOf("a", run.ConditionSwitch, spec.ModeRouter, 0.5, 0, false, 8)} {
-		l.Append(&r)
+	var lines []byte
+	for _, r := range []run.Result{runOf("a", run.ConditionBase, spec.ModeNative, math.NaN(), 0, true, 4), runOf("a", run.ConditionSwitch, spec.ModeRouter, 0.5, 0, false, 8)} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(append(lines, b...), '\n')
 	}
-	l.Close()
-	if _, err := WriteRunReport(dir); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, run.RunsFile), lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, RunReportFile))
@@ -113,17 +92,17 @@ func TestWriteRunReport(t *testing.T) {
 // raw, and billed at DefaultCachePrice beside native's.
 func TestReportCachedUsage(t *testing.T) {
 	nan := math.NaN()
-	withUsage := func(r run.RunResult, prompt, cached int) run.RunResult {
+	withUsage := func(r run.Result, prompt, cached int) run.Result {
 		r.UsageCalls, r.PromptTokens, r.CachedTokens = r.Calls, prompt, cached
 		return r
 	}
-	runs := []run.RunResult{
+	runs := []run.Result{
 		withUsage(runOf("a", run.ConditionBase, spec.ModeNative, nan, 0, true, 10), 1000, 900),
 		withUsage(runOf("a", run.ConditionSwitch, spec.ModeNative, nan, 0, true, 30), 10000, 9000),
 		withUsage(runOf("a", run.ConditionBase, spec.ModeRCM, 0.8, 0, true, 10), 1000, 800),
 		withUsage(runOf("a", run.ConditionSwitch, spec.ModeRCM, 0.8, 0, true, 20), 4000, 3000),
 	}
-	rep := Report(runs)
+	rep := New(runs)
 	rcm := rep.Arms[1]
 	if rcm.Cached != [2]stat.Num{800, 3000} {
 		t.Errorf("cached %v", rcm.Cached)

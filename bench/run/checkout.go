@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 )
 
 // Repos finds the local clones of the tasks' repositories: for a

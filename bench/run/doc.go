@@ -5,7 +5,7 @@
 // SWE-bench does (Verify): the diff's parts touching the test patch's files
 // are left out, the rest applied, then the task's test patch, then the
 // FAIL_TO_PASS and PASS_TO_PASS tests run. One JSONL line per run
-// (RunResult) is appended to runs.jsonl as it finishes; a rerun resumes.
+// (Result) is appended to runs.jsonl as it finishes; a rerun resumes.
 //
 // Caveats: a test patch that does not apply is an error (checked before any
 // model call), not an unresolved task. The harness runs tools unattended in

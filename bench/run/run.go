@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/harness"
-	"github.com/rcm-dev/rcm/bench/progress"
-	benchspec "github.com/rcm-dev/rcm/bench/spec"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"io"
 	"math"
 	"net/http"
@@ -18,21 +14,26 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rcm-dev/rcm/bench/harness"
+	"github.com/rcm-dev/rcm/bench/progress"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
-// Defaults of RunOptions.
+// Defaults of Options.
 const (
 	DefaultBudget         = 900 * time.Second
 	DefaultContinuations  = 3
 	DefaultContinuePrompt = "continue"
 )
 
-// DefaultRunThresholds is what RunOptions.Thresholds' zero value means: a
+// DefaultThresholds is what Options.Thresholds' zero value means: a
 // real run is costly, so one threshold, the proxy's default.
-var DefaultRunThresholds = []float64{0.8}
+var DefaultThresholds = []float64{0.8}
 
-// RunOptions configure Run. Zero values take the documented defaults.
-type RunOptions struct {
+// Options configure Run. Zero values take the documented defaults.
+type Options struct {
 	// Proxy is rcm's root URL (http://127.0.0.1:PORT), checked with
 	// GET /rcm/healthz before any model call. Required.
 	Proxy string
@@ -49,7 +50,7 @@ type RunOptions struct {
 	Work string
 	// Modes to run. Default native, router, rcm.
 	Modes []string
-	// Thresholds for router and rcm. Default DefaultRunThresholds.
+	// Thresholds for router and rcm. Default DefaultThresholds.
 	Thresholds []float64
 	// Conditions to run. Default base and switch.
 	Conditions []string
@@ -80,7 +81,7 @@ type RunOptions struct {
 	Log io.Writer
 }
 
-func (o *RunOptions) validate() error {
+func (o *Options) validate() error {
 	var errs []error
 	if o.Proxy == "" {
 		errs = append(errs, errors.New("no proxy URL"))
@@ -100,7 +101,7 @@ func (o *RunOptions) validate() error {
 		}
 	}
 	if len(o.Thresholds) == 0 {
-		o.Thresholds = DefaultRunThresholds
+		o.Thresholds = DefaultThresholds
 	}
 	for _, t := range o.Thresholds {
 		if !(t >= 0 && t <= 1) {
@@ -149,15 +150,15 @@ func (o *RunOptions) validate() error {
 }
 
 // Arms returns the arms of the options: native once, router and rcm at
-// each threshold (DefaultModes and DefaultRunThresholds when unset).
-func (o *RunOptions) Arms() []harness.Arm {
+// each threshold (DefaultModes and DefaultThresholds when unset).
+func (o *Options) Arms() []harness.Arm {
 	var arms []harness.Arm
 	modes, thresholds := o.Modes, o.Thresholds
 	if len(modes) == 0 {
 		modes = benchspec.DefaultModes
 	}
 	if len(thresholds) == 0 {
-		thresholds = DefaultRunThresholds
+		thresholds = DefaultThresholds
 	}
 	for _, m := range modes {
 		if m == benchspec.ModeNative {
@@ -182,13 +183,13 @@ type runUnit struct {
 	commit    string // resolved base commit of the session's repository
 }
 
-// RunStats says what Run did.
-type RunStats struct {
+// Stats says what Run did.
+type Stats struct {
 	Total, Skipped, Done, Failed int
 }
 
 // Run drives the harness through each session's schedules in each arm
-// and repeat, scores the focus task's patch, and appends a RunResult per
+// and repeat, scores the focus task's patch, and appends a Result per
 // run to Out/RunsFile as each finishes. Runs already in that file are
 // skipped, so a rerun resumes. Bad setups (options, a repository or
 // commit not found, the proxy not answering) fail before any model call.
@@ -196,8 +197,8 @@ type RunStats struct {
 // nothing appended) and Run returns ctx's error. Runs that fail are
 // logged, left out of the file (a rerun retries them) and reported in the
 // error once every other run is done.
-func Run(ctx context.Context, spec *benchspec.Spec, opts RunOptions) (RunStats, error) {
-	var st RunStats
+func Run(ctx context.Context, spec *benchspec.Spec, opts Options) (Stats, error) {
+	var st Stats
 	if err := opts.validate(); err != nil {
 		return st, err
 	}
@@ -224,11 +225,11 @@ func Run(ctx context.Context, spec *benchspec.Spec, opts RunOptions) (RunStats, 
 			done[r.Key] = true
 		}
 	}
-	log, err := OpenRunLog(path)
+	log, err := openRunLog(path)
 	if err != nil {
 		return st, err
 	}
-	defer log.Close()
+	defer log.close()
 
 	st.Total = len(units)
 	var todo []*runUnit
@@ -270,7 +271,7 @@ func Run(ctx context.Context, spec *benchspec.Spec, opts RunOptions) (RunStats, 
 
 // planRuns lists the runs in order (repeat, session, condition, arm) and
 // checks that every repository and base commit they need is there.
-func planRuns(ctx context.Context, spec *benchspec.Spec, opts *RunOptions) ([]*runUnit, error) {
+func planRuns(ctx context.Context, spec *benchspec.Spec, opts *Options) ([]*runUnit, error) {
 	var sessions []*benchspec.Session
 	for i := range spec.Sessions {
 		s := &spec.Sessions[i]
@@ -305,7 +306,7 @@ func planRuns(ctx context.Context, spec *benchspec.Spec, opts *RunOptions) ([]*r
 					focus, _ := spec.Task(s.Focus)
 					units = append(units, &runUnit{
 						sess: s, condition: c, arm: a, repeat: rep, steps: steps,
-						key:    RunKey(s.ID, c, a.Mode, a.Threshold, rep),
+						key:    Key(s.ID, c, a.Mode, a.Threshold, rep),
 						commit: commits[repoKey(focus)],
 					})
 				}
@@ -391,7 +392,7 @@ func checkUpstream(ctx context.Context, base, url, header, value, key string) er
 // realRun holds a Run's shared state.
 type realRun struct {
 	spec  *benchspec.Spec
-	opts  *RunOptions
+	opts  *Options
 	log   *runLog
 	track *progress.Tracker
 
@@ -443,7 +444,7 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 	if err != nil {
 		return err
 	}
-	res := &RunResult{
+	res := &Result{
 		Key: u.key, Session: u.sess.ID, Task: focus.ID, Kind: u.sess.Kind, Condition: u.condition,
 		Mode: u.arm.Mode, Threshold: stat.Num(u.arm.Threshold), Repeat: u.repeat,
 		Harness: opts.Harness.Name(), Model: opts.Model, Commit: u.commit, Started: start, HarnessS: agent.ID(),
@@ -520,7 +521,7 @@ func (r *realRun) run(ctx context.Context, u *runUnit) error {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	r.mu.Lock()
-	err = r.log.Append(res)
+	err = r.log.append(res)
 	r.mu.Unlock()
 	if err != nil {
 		return err

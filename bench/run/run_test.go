@@ -2,8 +2,6 @@ package run
 
 import (
 	"context"
-	"github.com/rcm-dev/rcm/bench/harness"
-	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rcm-dev/rcm/bench/harness"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 )
 
 // fixtureClone commits the fixture module (testdata/fixture/repo) into a
@@ -102,11 +103,11 @@ func replaceIn(path, old, new string) error {
 	return os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644)
 }
 
-func fakeRun(t *testing.T, h harness.Harness, out string) RunOptions {
+func fakeRun(t *testing.T, h harness.Harness, out string) Options {
 	t.Helper()
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(health.Close)
-	return RunOptions{Proxy: health.URL, Meter: NewMeter(http.NotFoundHandler()), Harness: h,
+	return Options{Proxy: health.URL, Meter: NewMeter(http.NotFoundHandler()), Harness: h,
 		Repos: &Repos{Dir: fixtureClone(t)}, Out: out, Modes: []string{benchspec.ModeNative, benchspec.ModeRCM}}
 }
 

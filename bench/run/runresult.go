@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/stat"
 	"io"
 	"math"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/rcm-dev/rcm/bench/stat"
 )
 
 // Conditions of a real run: the focus task's schedule.
@@ -20,13 +21,13 @@ const (
 	ConditionSwitch = "switch" // S_switch: interleaved with four distractors
 )
 
-// RunsFile is the JSONL file `rcm bench run` appends a RunResult to as each
+// RunsFile is the JSONL file `rcm bench run` appends a Result to as each
 // run finishes, and `rcm bench report` reads.
 const RunsFile = "runs.jsonl"
 
-// RunResult is one line of RunsFile: a focus task's schedule run once by a
+// Result is one line of RunsFile: a focus task's schedule run once by a
 // real harness in one mode (at one threshold; none for native), scored.
-type RunResult struct {
+type Result struct {
 	Key       string `json:"key"`
 	Session   string `json:"session"`
 	Task      string `json:"task"`
@@ -128,9 +129,9 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
-// RunKey names a run: session, condition, mode, threshold (- for none) and
+// Key names a run: session, condition, mode, threshold (- for none) and
 // repeat. It is what a resumed run skips on.
-func RunKey(session, condition, mode string, threshold float64, repeat int) string {
+func Key(session, condition, mode string, threshold float64, repeat int) string {
 	t := "-"
 	if !math.IsNaN(threshold) {
 		t = strconv.FormatFloat(threshold, 'f', -1, 64)
@@ -140,7 +141,7 @@ func RunKey(session, condition, mode string, threshold float64, repeat int) stri
 
 // ReadRuns reads a RunsFile. A last line cut short (the process died while
 // writing it) is ignored; any other bad line is an error naming it.
-func ReadRuns(path string) ([]RunResult, error) {
+func ReadRuns(path string) ([]Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -148,8 +149,8 @@ func ReadRuns(path string) ([]RunResult, error) {
 	return parseRuns(b, path)
 }
 
-func parseRuns(b []byte, name string) ([]RunResult, error) {
-	var out []RunResult
+func parseRuns(b []byte, name string) ([]Result, error) {
+	var out []Result
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 16<<20)
 	line := 0
@@ -159,7 +160,7 @@ func parseRuns(b []byte, name string) ([]RunResult, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		var r RunResult
+		var r Result
 		if err := json.Unmarshal(raw, &r); err != nil || r.Key == "" {
 			if !bytes.HasSuffix(b, []byte("\n")) && isLastLine(b, line) {
 				break // cut short
@@ -182,14 +183,14 @@ func isLastLine(b []byte, line int) bool {
 	return bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n"))+1 == line
 }
 
-// runLog appends RunResults to a RunsFile, one whole line per write.
+// runLog appends Results to a RunsFile, one whole line per write.
 type runLog struct {
 	f *os.File
 }
 
 // openRunLog opens path for appending, first cutting a last line left
 // unfinished by a crash, so that the next line starts clean.
-func OpenRunLog(path string) (*runLog, error) {
+func openRunLog(path string) (*runLog, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -208,7 +209,7 @@ func OpenRunLog(path string) (*runLog, error) {
 	return &runLog{f: f}, nil
 }
 
-func (l *runLog) Append(r *RunResult) error {
+func (l *runLog) append(r *Result) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -219,4 +220,4 @@ func (l *runLog) Append(r *RunResult) error {
 	return l.f.Sync()
 }
 
-func (l *runLog) Close() error { return l.f.Close() }
+func (l *runLog) close() error { return l.f.Close() }

@@ -5,17 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/spec"
 	"os/exec"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/rcm-dev/rcm/bench/spec"
 )
 
 // Test outcomes as the verifier reads them from a test command's output.
 const (
-	TestPassed = "passed"
-	TestFailed = "failed"
+	testPassed = "passed"
+	testFailed = "failed"
 )
 
 // testLine patterns of the runners SWE-bench style verifiers use, each
@@ -40,10 +41,10 @@ var testLines = []struct {
 // count, as SWE-bench counts them; skips do not.
 var passWords = map[string]bool{"PASS": true, "PASSED": true, "ok": true, "XFAIL": true, "expected failure": true, "f": true}
 
-// ParseTests reads per-test outcomes from a test command's output: name ->
-// TestPassed or TestFailed. A test reported more than once takes its worst
+// parseTests reads per-test outcomes from a test command's output: name ->
+// testPassed or testFailed. A test reported more than once takes its worst
 // outcome (a flaky rerun does not hide a failure).
-func ParseTests(out []byte) map[string]string {
+func parseTests(out []byte) map[string]string {
 	res := map[string]string{}
 	for line := range strings.SplitSeq(string(out), "\n") {
 		line = strings.TrimRight(line, "\r")
@@ -56,10 +57,10 @@ func ParseTests(out []byte) map[string]string {
 			if st == "SKIP" || st == "SKIPPED" || st == "skipped" || st == "s" {
 				break
 			}
-			if passWords[st] && res[name] != TestFailed {
-				res[name] = TestPassed
+			if passWords[st] && res[name] != testFailed {
+				res[name] = testPassed
 			} else if !passWords[st] {
-				res[name] = TestFailed
+				res[name] = testFailed
 			}
 			break
 		}
@@ -129,10 +130,10 @@ func Verify(ctx context.Context, clean *Checkout, patch []byte, v spec.Verifier,
 	default:
 		s.Problem = "test command: " + err.Error()
 	}
-	got := ParseTests(out.Bytes())
+	got := parseTests(out.Bytes())
 	tally := func(names []string, t *TestTally) {
 		for _, n := range names {
-			if got[n] == TestPassed {
+			if got[n] == testPassed {
 				t.Passed++
 			} else {
 				s.Failed = append(s.Failed, n)

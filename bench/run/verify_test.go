@@ -2,11 +2,12 @@ package run
 
 import (
 	"errors"
-	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 )
 
 func TestParseTests(t *testing.T) {
@@ -15,18 +16,18 @@ func TestParseTests(t *testing.T) {
 		want      map[string]string
 	}{
 		{"go test -v", "=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n    x_test.go:7: bad\n--- PASS: TestSub (0.00s)\n    --- PASS: TestSub/neg (0.00s)\n--- SKIP: TestSkip (0.00s)\n",
-			map[string]string{"TestAdd": TestFailed, "TestSub": TestPassed, "TestSub/neg": TestPassed}},
+			map[string]string{"TestAdd": testFailed, "TestSub": testPassed, "TestSub/neg": testPassed}},
 		{"pytest -rA", "PASSED tests/test_a.py::test_x[1-2]\nFAILED tests/test_a.py::test_y - AssertionError: no\nERROR tests/test_b.py::test_z\nSKIPPED [1] tests/x.py:3: skip\n",
-			map[string]string{"tests/test_a.py::test_x[1-2]": TestPassed, "tests/test_a.py::test_y": TestFailed, "tests/test_b.py::test_z": TestFailed}},
+			map[string]string{"tests/test_a.py::test_x[1-2]": testPassed, "tests/test_a.py::test_y": testFailed, "tests/test_b.py::test_z": testFailed}},
 		{"pytest -v", "tests/test_a.py::test_x PASSED                 [ 50%]\ntests/test_a.py::test_y FAILED  [100%]\n",
-			map[string]string{"tests/test_a.py::test_x": TestPassed, "tests/test_a.py::test_y": TestFailed}},
+			map[string]string{"tests/test_a.py::test_x": testPassed, "tests/test_a.py::test_y": testFailed}},
 		{"django", "test_ascii_validator (auth_tests.test_validators.UsernameValidatorsTests) ... ok\ntest_b (m.C) ... FAIL\ntest_c (m.C)\nDocstring here ... ERROR\ntest_d (m.C) ... skipped 'no db'\n",
-			map[string]string{"test_ascii_validator (auth_tests.test_validators.UsernameValidatorsTests)": TestPassed, "test_b (m.C)": TestFailed}},
-		{"sympy", "test_one ok\ntest_two F\ntest_three E\n", map[string]string{"test_one": TestPassed, "test_two": TestFailed, "test_three": TestFailed}},
-		{"worst outcome wins", "--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n", map[string]string{"TestA": TestFailed}},
+			map[string]string{"test_ascii_validator (auth_tests.test_validators.UsernameValidatorsTests)": testPassed, "test_b (m.C)": testFailed}},
+		{"sympy", "test_one ok\ntest_two F\ntest_three E\n", map[string]string{"test_one": testPassed, "test_two": testFailed, "test_three": testFailed}},
+		{"worst outcome wins", "--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n", map[string]string{"TestA": testFailed}},
 	}
 	for _, c := range cases {
-		if got := ParseTests([]byte(c.out)); !maps.Equal(got, c.want) {
+		if got := parseTests([]byte(c.out)); !maps.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -35,8 +36,8 @@ func TestParseTests(t *testing.T) {
 func FuzzParseTests(f *testing.F) {
 	f.Add([]byte("--- PASS: TestA (0.00s)\nPASSED a::b\ntest_x (a.B) ... ok\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for name, st := range ParseTests(b) {
-			if name == "" || (st != TestPassed && st != TestFailed) {
+		for name, st := range parseTests(b) {
+			if name == "" || (st != testPassed && st != testFailed) {
 				t.Fatalf("%q: %q", name, st)
 			}
 		}

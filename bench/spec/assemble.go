@@ -3,11 +3,12 @@ package spec
 import (
 	"cmp"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/trajectory"
 	"hash/fnv"
 	"math/rand/v2"
 	"path"
 	"slices"
+
+	"github.com/rcm-dev/rcm/bench/trajectory"
 )
 
 // Near reports whether two tasks' changed files share a parent directory:
@@ -104,8 +105,8 @@ func newSession(a *Task, ds []*Task, kind string, seed uint64, rng *rand.Rand) S
 	s := Session{
 		ID: a.ID + "/" + kind, Focus: a.ID, Kind: kind, Seed: seed,
 		Workspaces: map[string]string{},
-		Base:       BaseSchedule(a),
-		Switch:     SwitchSchedule(a, ds),
+		Base:       baseSchedule(a),
+		Switch:     switchSchedule(a, ds),
 	}
 	perm := rng.Perm(len(Workspaces))
 	s.Workspaces[a.ID] = Workspaces[perm[0]]

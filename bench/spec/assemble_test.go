@@ -78,7 +78,7 @@ func TestAssembleReal(t *testing.T) {
 		if (s.Kind == KindNear) != (nearCount > 0) {
 			t.Errorf("%s: kind %s with %d near distractors", s.ID, s.Kind, nearCount)
 		}
-		if !slices.Equal(Project(s.Switch, s.Focus), s.Base) {
+		if !slices.Equal(project(s.Switch, s.Focus), s.Base) {
 			t.Errorf("%s: projection differs", s.ID)
 		}
 	}
@@ -109,13 +109,13 @@ func TestSwitchSchedule(t *testing.T) {
 		d := ts[id]
 		ds = append(ds, &d)
 	}
-	got := formatSteps(SwitchSchedule(&a, ds))
+	got := formatSteps(switchSchedule(&a, ds))
 	want := "[django__django-11133#0 django__django-11099#0 django__django-11179#0 django__django-11848#0 django__django-13551#0 " +
 		"django__django-11133#1 django__django-11179#1 django__django-11848#1 django__django-11133#2]"
 	if got != want {
 		t.Errorf("switch =\n %s\nwant\n %s", got, want)
 	}
-	if got := formatSteps(BaseSchedule(&a)); got != "[django__django-11133#0 django__django-11133#1 django__django-11133#2]" {
+	if got := formatSteps(baseSchedule(&a)); got != "[django__django-11133#0 django__django-11133#1 django__django-11133#2]" {
 		t.Errorf("base = %s", got)
 	}
 }

@@ -12,12 +12,12 @@ import (
 //go:embed opencode_system.txt
 var opencodeSystem string
 
-// DefaultSystemPrompt returns the system prompt of a replayed session when the
+// defaultSystemPrompt returns the system prompt of a replayed session when the
 // spec sets none: the one OpenCode 1.18.33 sent in a real capture
 // (shared/opencode/first_agent_request.json), with its working directory and
 // workspace root set to root, the folder that holds the checkouts, and
 // "Is directory a git repo" set to no (the root holds five checkouts).
-func DefaultSystemPrompt(root string) string {
+func defaultSystemPrompt(root string) string {
 	return strings.ReplaceAll(opencodeSystem, "{root}", root)
 }
 
@@ -83,9 +83,9 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 	switch {
 	case system == "" && s.shared():
 		// The harness was opened in the repository itself.
-		system = strings.Replace(DefaultSystemPrompt(s.sharedCheckout(sess)), "Is directory a git repo: no", "Is directory a git repo: yes", 1)
+		system = strings.Replace(defaultSystemPrompt(s.sharedCheckout(sess)), "Is directory a git repo: no", "Is directory a git repo: yes", 1)
 	case system == "":
-		system = DefaultSystemPrompt(s.Root())
+		system = defaultSystemPrompt(s.Root())
 	}
 	history := []chat.Message{{Role: chat.RoleSystem, Content: system}}
 	var calls []Call

@@ -65,7 +65,7 @@ func ReadData(dir, format string) ([]Task, []trajectory.Skip, error) {
 			skips = append(skips, trajectory.Skip{Source: tp, Record: inst.InstanceID, Reason: strings.TrimPrefix(err.Error(), tp+": ")})
 			continue
 		}
-		t, s, err := MakeTask(inst, tr, inst.Repo)
+		t, s, err := makeTask(inst, tr, inst.Repo)
 		skips = append(skips, s...)
 		if err != nil {
 			skips = append(skips, trajectory.Skip{Source: tp, Record: inst.InstanceID, Reason: err.Error()})

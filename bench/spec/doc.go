@@ -2,7 +2,7 @@
 // their stages and verifier, sessions with their workspaces, the S_base and
 // S_switch schedules; see bench/SPEC.md), its validation and the
 // projection check pi_A S_switch(A) = S_base(A); tasks built from SWE-bench
-// records and converted trajectories (MakeTask, ReadData); session assembly
+// records and converted trajectories (ReadData); session assembly
 // by the Switch-SWE rule (Assemble, NewSpec); the checkout and shared
 // layouts; the embedded demo pack; the rcm modes a bench compares; and the
 // model calls a harness sends for one schedule (Calls), with OpenCode

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/rcm-dev/rcm/bench/trajectory"
 	"io"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/bench/trajectory"
 )
 
 // Instance is a SWE-bench task record.
@@ -212,16 +213,16 @@ func (inst Instance) Task() Task {
 			TestPatch:    inst.TestPatch,
 		},
 	}
-	t.Stages = append(t.Stages, Stage{Request: IssueRequest(inst.Repo, inst.ProblemStatement)})
+	t.Stages = append(t.Stages, Stage{Request: issueRequest(inst.Repo, inst.ProblemStatement)})
 	if h := strings.TrimSpace(inst.HintsText); h != "" {
 		t.Stages = append(t.Stages, Stage{Request: HintsRequest(h)})
 	}
-	t.Stages = append(t.Stages, Stage{Request: SubmitRequest(t.ID), Submit: true})
+	t.Stages = append(t.Stages, Stage{Request: submitRequest(t.ID), Submit: true})
 	return t
 }
 
-// IssueRequest is a task's first request: the issue, naming the checkout.
-func IssueRequest(repo, issue string) string {
+// issueRequest is a task's first request: the issue, naming the checkout.
+func issueRequest(repo, issue string) string {
 	return fmt.Sprintf("In the checkout %s (%s), fix this issue:\n\n%s", CheckoutPlaceholder, repo, strings.TrimSpace(issue))
 }
 
@@ -230,7 +231,7 @@ func HintsRequest(hints string) string {
 	return fmt.Sprintf("More context on the issue in %s, from its discussion:\n\n%s", CheckoutPlaceholder, strings.TrimSpace(hints))
 }
 
-// SubmitRequest is a task's final request (A_submit).
-func SubmitRequest(task string) string {
+// submitRequest is a task's final request (A_submit).
+func submitRequest(task string) string {
 	return fmt.Sprintf("Submit: make sure the fix for %s in %s is complete and the tests pass.", task, CheckoutPlaceholder)
 }

@@ -46,8 +46,8 @@ func (s *Spec) sharedCheckout(sess *Session) string {
 	return path.Join(s.Root(), name)
 }
 
-// The request templates of the importers (IssueRequest, HintsRequest,
-// SubmitRequest, the first request of a multi-turn trajectory), by the text
+// The request templates of the importers (issueRequest, HintsRequest,
+// submitRequest, the first request of a multi-turn trajectory), by the text
 // before the placeholder and after it.
 const (
 	issueHead = "In the checkout " + CheckoutPlaceholder + " ("

@@ -72,7 +72,7 @@ func TestSharedLayout(t *testing.T) {
 
 func TestTitle(t *testing.T) {
 	for _, c := range []struct{ req, want string }{
-		{IssueRequest("django/django", "UsernameValidator allows trailing newline in usernames\nDescription\n..."), `"UsernameValidator allows trailing newline in usernames"`},
+		{issueRequest("django/django", "UsernameValidator allows trailing newline in usernames\nDescription\n..."), `"UsernameValidator allows trailing newline in usernames"`},
 		{"In the checkout {checkout}: add a --json flag to `entire explain`.\nThen test it.", "\"add a --json flag to `entire explain`\""},
 		{"## Crash on empty input:\n\nbody", `"Crash on empty input"`},
 	} {

@@ -3,8 +3,8 @@ package spec
 import (
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench/trajectory"
 	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/chattest"
 )
 
 func TestRewritePath(t *testing.T) {
@@ -26,7 +26,7 @@ func TestRewritePath(t *testing.T) {
 }
 
 func TestMessageRewriteCopies(t *testing.T) {
-	m := chat.Message{Role: chat.RoleAssistant, Content: "in /testbed", ToolCalls: []chat.ToolCall{trajectory.BashCall("1", "ls /testbed", "", "/testbed")}}
+	m := chat.Message{Role: chat.RoleAssistant, Content: "in /testbed", ToolCalls: []chat.ToolCall{chattest.Call("1", "bash", map[string]string{"command": "ls /testbed", "workdir": "/testbed"})}}
 	r := rewrite(m, "/testbed", "/w/ws1")
 	if r.Content != "in /w/ws1" || r.ToolCalls[0].Function.Arguments != `{"command":"ls /w/ws1","workdir":"/w/ws1"}` {
 		t.Errorf("rewrite = %+v", r)

@@ -31,10 +31,10 @@ func Demo() (*Spec, error) {
 // DemoAttribution returns the sources and licences of the demo pack.
 func DemoAttribution() string { return demoAttribution }
 
-// TrimOutputs shortens every tool result of t longer than max bytes to its
+// trimOutputs shortens every tool result of t longer than max bytes to its
 // head and tail around a marker that says how much was cut, keeping packs
 // small. The cut falls on UTF-8 boundaries.
-func TrimOutputs(t *Task, max int) {
+func trimOutputs(t *Task, max int) {
 	for i := range t.Stages {
 		for j := range t.Stages[i].Messages {
 			m := &t.Stages[i].Messages[j]

@@ -42,7 +42,7 @@ func buildDemo(t *testing.T) []byte {
 		t.Fatalf("found %d of the %d demo tasks", len(tasks), len(demoTasks))
 	}
 	for i := range tasks {
-		TrimOutputs(&tasks[i], demoMaxOutput)
+		trimOutputs(&tasks[i], demoMaxOutput)
 	}
 	spec, _, err := NewSpec("demo: six django tasks, mini-swe-agent trajectories", tasks, demoSeed)
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// BaseSchedule returns S_base(A) = (A_1 .. A_k, A_submit): every stage of the
+// baseSchedule returns S_base(A) = (A_1 .. A_k, A_submit): every stage of the
 // focus task in order.
-func BaseSchedule(focus *Task) []Step {
+func baseSchedule(focus *Task) []Step {
 	steps := make([]Step, len(focus.Stages))
 	for i := range focus.Stages {
 		steps[i] = Step{Task: focus.ID, Stage: i}
@@ -17,12 +17,12 @@ func BaseSchedule(focus *Task) []Step {
 	return steps
 }
 
-// SwitchSchedule returns S_switch(A) = (A_1, B_1, C_1, D_1, E_1, A_2, ..., A_submit)
+// switchSchedule returns S_switch(A) = (A_1, B_1, C_1, D_1, E_1, A_2, ..., A_submit)
 // for the distractors in the given order. Round r is the focus task's stage r
 // followed by stage r of each distractor that has one (distractors' submit
 // stages are never scheduled: only the focus task is scored), for every
 // non-submit stage of the focus task; the focus task's submit stage is last.
-func SwitchSchedule(focus *Task, distractors []*Task) []Step {
+func switchSchedule(focus *Task, distractors []*Task) []Step {
 	var steps []Step
 	for r, st := range focus.Stages {
 		steps = append(steps, Step{Task: focus.ID, Stage: r})
@@ -38,8 +38,8 @@ func SwitchSchedule(focus *Task, distractors []*Task) []Step {
 	return steps
 }
 
-// Project returns pi_task(steps): the steps of one task, in order.
-func Project(steps []Step, task string) []Step {
+// project returns pi_task(steps): the steps of one task, in order.
+func project(steps []Step, task string) []Step {
 	var out []Step
 	for _, s := range steps {
 		if s.Task == task {
@@ -59,9 +59,9 @@ func (s *Spec) checkSchedules(ss *Session) error {
 	if n := len(focus.Stages); n == 0 || !focus.Stages[n-1].Submit {
 		errs = append(errs, fmt.Errorf("focus task %s: last stage is not a submit stage", focus.ID))
 	}
-	if !slices.Equal(ss.Base, BaseSchedule(focus)) {
+	if !slices.Equal(ss.Base, baseSchedule(focus)) {
 		errs = append(errs, fmt.Errorf("base: %s, want every stage of %s in order: %s",
-			formatSteps(ss.Base), focus.ID, formatSteps(BaseSchedule(focus))))
+			formatSteps(ss.Base), focus.ID, formatSteps(baseSchedule(focus))))
 	}
 	last := map[string]int{}
 	for i, st := range ss.Switch {
@@ -82,7 +82,7 @@ func (s *Spec) checkSchedules(ss *Session) error {
 		}
 		last[st.Task] = st.Stage
 	}
-	if p := Project(ss.Switch, ss.Focus); !slices.Equal(p, ss.Base) {
+	if p := project(ss.Switch, ss.Focus); !slices.Equal(p, ss.Base) {
 		errs = append(errs, fmt.Errorf("projection: pi_%s(switch) = %s differs from base = %s",
 			ss.Focus, formatSteps(p), formatSteps(ss.Base)))
 	}

@@ -16,14 +16,14 @@ import (
 func tinyTask(id, file string) Task {
 	stage := func(req string, submit bool) Stage {
 		return Stage{Request: req, Submit: submit, Messages: []chat.Message{
-			{Role: chat.RoleAssistant, Content: "look", ToolCalls: []chat.ToolCall{trajectory.BashCall("c1", "ls", "list", "/testbed")}},
+			{Role: chat.RoleAssistant, Content: "look", ToolCalls: []chat.ToolCall{chattest.Call("c1", "bash", map[string]string{"command": "ls", "description": "list", "workdir": "/testbed"})}},
 			{Role: chat.RoleTool, ToolCallID: "c1", Content: "/testbed/" + file},
 			{Role: chat.RoleAssistant, Content: "done"},
 		}}
 	}
 	return Task{
 		ID: id, Repository: "o/r", Workdir: "/testbed",
-		Stages:   []Stage{stage("fix "+id+" in "+CheckoutPlaceholder, false), stage(SubmitRequest(id), true)},
+		Stages:   []Stage{stage("fix "+id+" in "+CheckoutPlaceholder, false), stage(submitRequest(id), true)},
 		Verifier: Verifier{ChangedFiles: []string{file}},
 	}
 }
@@ -146,7 +146,7 @@ func TestClaudeCodeTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		task, _, err := MakeTask(nil, tr, "entireio/cli")
+		task, _, err := makeTask(nil, tr, "entireio/cli")
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/rcm-dev/rcm/internal/chat"
 )
 
-// MakeTask builds a task from a SWE-bench instance, a recorded trajectory,
+// makeTask builds a task from a SWE-bench instance, a recorded trajectory,
 // or both (repo names the repository when inst is nil). The stages:
 //
 //   - a one-turn trajectory (mini-swe-agent, OpenHands) answers the issue;
@@ -28,7 +28,7 @@ import (
 //
 // Without an instance the changed files are those the trajectory's edit and
 // write calls touched inside Workdir.
-func MakeTask(inst *Instance, tr *chat.Trajectory, repo string) (Task, []trajectory.Skip, error) {
+func makeTask(inst *Instance, tr *chat.Trajectory, repo string) (Task, []trajectory.Skip, error) {
 	if inst == nil && tr == nil {
 		return Task{}, nil, errors.New("bench: no instance and no trajectory")
 	}
@@ -57,10 +57,10 @@ func MakeTask(inst *Instance, tr *chat.Trajectory, repo string) (Task, []traject
 		return Task{}, skips, fmt.Errorf("bench: task %s: %d steps recorded, want at least 2", t.ID, len(all))
 	}
 	last := all[len(all)-1]
-	submit := Stage{Request: SubmitRequest(t.ID), Submit: true, Messages: slices.Clone(last)}
+	submit := Stage{Request: submitRequest(t.ID), Submit: true, Messages: slices.Clone(last)}
 	if len(tr.Turns) == 1 {
 		work := all[:len(all)-1]
-		reqs := []Stage{{Request: IssueRequest(repo, tr.Turns[0].Request)}}
+		reqs := []Stage{{Request: issueRequest(repo, tr.Turns[0].Request)}}
 		if inst != nil {
 			reqs = t.Stages[:len(t.Stages)-1] // the issue, and hints if any
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/rcm-dev/rcm/internal/chat"
 )
 
-// MiniSWEWorkdir is the repository root of mini-swe-agent's SWE-bench runs.
-const MiniSWEWorkdir = "/testbed"
+// miniSWEWorkdir is the repository root of mini-swe-agent's SWE-bench runs.
+const miniSWEWorkdir = "/testbed"
 
 var (
 	bashBlock  = regexp.MustCompile("(?s)```bash[ \t]*\r?\n(.*?)```")
@@ -55,7 +55,7 @@ func ReadMiniSWE(b []byte, source string) (*chat.Trajectory, []Skip, error) {
 	skip := func(i int, reason string) {
 		skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("messages[%d]", i), Reason: reason})
 	}
-	tr := &chat.Trajectory{Task: raw.InstanceID, Format: "mini-swe-agent-1", Workdir: MiniSWEWorkdir}
+	tr := &chat.Trajectory{Task: raw.InstanceID, Format: "mini-swe-agent-1", Workdir: miniSWEWorkdir}
 	idBase := callIDBase(raw.InstanceID)
 	var turn *chat.Turn
 	pending := ""      // id of the call awaiting its output
@@ -99,7 +99,7 @@ func ReadMiniSWE(b []byte, source string) (*chat.Trajectory, []Skip, error) {
 			pending = fmt.Sprintf("call_%s_%d", idBase, calls)
 			turn.Messages = append(turn.Messages, chat.Message{
 				Role: chat.RoleAssistant, Content: thought,
-				ToolCalls: []chat.ToolCall{BashCall(pending, cmd, describe(thought), MiniSWEWorkdir)},
+				ToolCalls: []chat.ToolCall{bashCall(pending, cmd, describe(thought), miniSWEWorkdir)},
 			})
 		case m.Role == chat.RoleUser && dropReply:
 			dropReply = false
@@ -149,7 +149,7 @@ func toolOutput(text string) string {
 }
 
 // bashCall is a call of OpenCode's bash tool.
-func BashCall(id, command, description, workdir string) chat.ToolCall {
+func bashCall(id, command, description, workdir string) chat.ToolCall {
 	args := struct {
 		Command     string `json:"command"`
 		Description string `json:"description,omitempty"`

@@ -93,14 +93,14 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--keep %q: %w", c.keep, err)
 	}
-	opts := run.RunOptions{
+	opts := run.Options{
 		Repeats: int(c.repeats), Budget: c.budget, Concurrency: int(c.concurrency), Model: c.model,
 		VerifyTimeout: c.verifyTimeout, Keep: keep, Out: c.out, Log: stderr,
 		Modes: splitList(strings.ToLower(c.modes)), Conditions: splitList(c.conditions), Sessions: splitList(c.sessions),
 		Continuations: int(c.continuations),
 	}
 	if c.continuations == 0 {
-		opts.Continuations = -1 // none; RunOptions reads 0 as the default
+		opts.Continuations = -1 // none; run.Options reads 0 as the default
 	}
 	for _, t := range splitList(c.thresholds) {
 		v, err := strconv.ParseFloat(t, 64)
@@ -203,7 +203,7 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("interrupted: %s holds the runs that finished; run the same command again to resume", filepath.Join(out, run.RunsFile))
 	}
 	if st.Done+st.Skipped > 0 {
-		if _, rerr := report.WriteRunReport(out); rerr != nil {
+		if _, rerr := report.Write(out); rerr != nil {
 			err = errors.Join(err, rerr)
 		} else {
 			fmt.Fprintf(stdout, "wrote %s in %s\n", report.RunReportFile, out)
@@ -217,7 +217,7 @@ func benchReport(args []string, stdout io.Writer) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: rcm bench report DIR (the --out folder of rcm bench run)")
 	}
-	rep, err := report.WriteRunReport(args[0])
+	rep, err := report.Write(args[0])
 	if err != nil {
 		return err
 	}

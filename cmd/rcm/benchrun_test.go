@@ -131,7 +131,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 	repos := fixtureRepos(t)
 	spec := filepath.Join(fixture, "spec.json")
 
-	run := func(t *testing.T, script, out string, extra ...string) []benchrun.RunResult {
+	run := func(t *testing.T, script, out string, extra ...string) []benchrun.Result {
 		t.Helper()
 		start := time.Now()
 		var stdout, stderr bytes.Buffer
@@ -198,7 +198,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 				break
 			}
 		}
-		rep, err := report.WriteRunReport(out)
+		rep, err := report.Write(out)
 		if err != nil {
 			t.Fatal(err)
 		}

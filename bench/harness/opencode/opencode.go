@@ -62,9 +62,9 @@ func New(ctx context.Context, o Options) (*Harness, error) {
 	return &Harness{srv: srv, model: o.Model.ID, home: o.Home}, nil
 }
 
-// ArmProvider is the OpenCode provider id of an arm: the mode's name, with
+// armProvider is the OpenCode provider id of an arm: the mode's name, with
 // the threshold appended for router and rcm ("rcm_t0_8").
-func ArmProvider(a harness.Arm) string {
+func armProvider(a harness.Arm) string {
 	if math.IsNaN(a.Threshold) {
 		return a.Mode
 	}
@@ -85,7 +85,7 @@ func config(proxy string, model opencode.Model, arms []harness.Arm) ([]byte, err
 		return nil, err
 	}
 	for _, a := range arms {
-		id := ArmProvider(a)
+		id := armProvider(a)
 		if id == a.Mode {
 			continue
 		}
@@ -114,7 +114,7 @@ func (o *Harness) Open(ctx context.Context, arm harness.Arm, dir, title string) 
 	if err != nil {
 		return nil, fmt.Errorf("%w; opencode output: %s", err, lastLines(o.srv.Output(), 10))
 	}
-	return &agent{oc: o, id: s.ID, dir: dir, provider: ArmProvider(arm)}, nil
+	return &agent{oc: o, id: s.ID, dir: dir, provider: armProvider(arm)}, nil
 }
 
 // Close implements Harness: it stops the server and everything it started,

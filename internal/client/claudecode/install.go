@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/internal/npm"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/npm"
 )
 
 // Version is the Claude Code release rcm is tested against (the one of

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rcm-dev/rcm/internal/npm"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/npm"
 )
 
 // Version is the OpenCode release rcm is tested against.

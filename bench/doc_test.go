@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rcm-dev/rcm/bench/replay"
+	"github.com/rcm-dev/rcm/bench/run"
 )
 
 // jsonKeys lists the JSON keys of a struct type, embedded structs'
@@ -26,7 +29,7 @@ func jsonKeys(t reflect.Type) []string {
 			continue
 		}
 		keys = append(keys, tag)
-		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Bin]() && ft.PkgPath() == t.PkgPath() {
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[replay.Bin]() && ft.PkgPath() == t.PkgPath() {
 			keys = append(keys, jsonKeys(ft)...)
 		}
 	}
@@ -40,7 +43,7 @@ func TestSpecDocumentsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[Results](), reflect.TypeFor[Summary](), reflect.TypeFor[RunResult]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[run.Result]()} {
 		for _, k := range jsonKeys(typ) {
 			if strings.HasSuffix(k, "_ci") {
 				continue

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
@@ -24,7 +24,7 @@ import (
 // an assistant tool call, its result of outBytes bytes and a closing
 // assistant text of textBytes bytes. Turn 0 can be the post-compaction recap.
 func session(turns, outBytes, textBytes int, recap bool) []byte {
-	ms := []bench.Message{chattest.System("You are opencode.")}
+	ms := []chat.Message{chattest.System("You are opencode.")}
 	if recap {
 		ms = append(ms,
 			chattest.User("What did we do so far?"),

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 )
 
@@ -14,14 +14,14 @@ import (
 // request of task i%len(trajs) followed by that trajectory's messages, with
 // tool-call ids repeating across turns (as they may), until the body holds
 // at least size bytes. It returns the body and the turns of task 0.
-func interleaved(t testing.TB, size int, trajs ...*bench.Trajectory) ([]byte, []int) {
+func interleaved(t testing.TB, size int, trajs ...*chat.Trajectory) ([]byte, []int) {
 	t.Helper()
-	ms := []bench.Message{{Role: bench.RoleSystem, Content: "You are opencode."}}
+	ms := []chat.Message{{Role: chat.RoleSystem, Content: "You are opencode."}}
 	var turns []int
 	n := 0
 	for i := 0; n < size; i++ {
 		tr := trajs[i%len(trajs)]
-		ms = append(ms, bench.Message{Role: bench.RoleUser, Content: fmt.Sprintf("Request %d of %s: %s", i, tr.Task, tr.Turns[0].Request)})
+		ms = append(ms, chat.Message{Role: chat.RoleUser, Content: fmt.Sprintf("Request %d of %s: %s", i, tr.Task, tr.Turns[0].Request)})
 		ms = append(ms, tr.Turns[0].Messages...)
 		if i%len(trajs) == 0 {
 			turns = append(turns, i)

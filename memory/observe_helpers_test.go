@@ -3,34 +3,35 @@ package memory
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
 // miniSWE reads a real mini-swe-agent trajectory converted to OpenCode
-// messages (native bash tool calls), skipping when the corpus is absent.
-func miniSWE(t testing.TB, name string) *bench.Trajectory {
+// messages (native bash tool calls) by the bench's importer, from its golden
+// file (the bench's tests check that it equals the current conversion).
+func miniSWE(t testing.TB, name string) *chat.Trajectory {
 	t.Helper()
-	p := chattest.SharedData(t, "trajectories", "mini-swe-agent", name+".traj.json")
-	b, err := os.ReadFile(p)
+	b, err := os.ReadFile(filepath.Join("testdata", name+".trajectory.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _, err := bench.ReadMiniSWE(b, p)
-	if err != nil {
+	var tr chat.Trajectory
+	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatal(err)
 	}
-	return tr
+	return &tr
 }
 
 // sessionCalls lays a trajectory out as the model calls of one session,
 // as a harness sends them: a system prompt, each turn's request, and the
 // turn's messages; a call ends before each assistant message, which is its
 // answer (returned as a chat.completion object).
-func sessionCalls(t testing.TB, tr *bench.Trajectory) (bodies [][]byte, replies [][]byte) {
+func sessionCalls(t testing.TB, tr *chat.Trajectory) (bodies [][]byte, replies [][]byte) {
 	t.Helper()
 	for _, c := range chattest.Replay("You are opencode.", tr) {
 		bodies = append(bodies, chattest.Body(c.Messages...))
@@ -40,7 +41,7 @@ func sessionCalls(t testing.TB, tr *bench.Trajectory) (bodies [][]byte, replies 
 }
 
 // completion is m as a chat.completion answer.
-func completion(t testing.TB, m bench.Message) []byte {
+func completion(t testing.TB, m chat.Message) []byte {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion",

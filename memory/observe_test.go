@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -115,11 +115,11 @@ func TestObserveTrajectory(t *testing.T) {
 	traj := miniSWE(t, "django__django-11099")
 	orig := traj.Turns[0]
 	half := len(orig.Messages) / 2
-	for half < len(orig.Messages) && orig.Messages[half].Role != bench.RoleAssistant {
+	for half < len(orig.Messages) && orig.Messages[half].Role != chat.RoleAssistant {
 		half++
 	}
 	amend := "Actually, also keep the old regex working for usernames without a newline; don't touch the admin."
-	traj.Turns = []bench.Turn{
+	traj.Turns = []chat.Turn{
 		{Request: orig.Request, Messages: orig.Messages[:half]},
 		{Request: amend, Messages: orig.Messages[half:]},
 	}
@@ -201,15 +201,15 @@ func TestObserveOpenCodeTools(t *testing.T) {
 		{"content": "Add a regression test", "status": "pending", "priority": "medium", "id": "3"},
 		{"content": "Rewrite the docs", "status": "cancelled", "priority": "low", "id": "4"},
 	}
-	ms := []bench.Message{
+	ms := []chat.Message{
 		{Role: "user", Content: "Fix the crash in the YAML parser of ws3."},
-		{Role: "assistant", ToolCalls: []bench.ToolCall{
+		{Role: "assistant", ToolCalls: []chat.ToolCall{
 			chattest.Call("c1", "read", map[string]any{"filePath": ws + "/pkg/parse.py"}),
 			chattest.Call("c2", "bash", map[string]any{"command": "cd " + ws + " && python -m pytest tests/test_parse.py -q", "workdir": ws}),
 		}},
 		{Role: "tool", ToolCallID: "c1", Content: "1: import yaml"},
 		{Role: "tool", ToolCallID: "c2", Content: "F.\n=================== 1 failed, 1 passed in 0.12s ===================\n"},
-		{Role: "assistant", ToolCalls: []bench.ToolCall{
+		{Role: "assistant", ToolCalls: []chat.ToolCall{
 			chattest.Call("c1", "edit", map[string]any{"filePath": ws + "/pkg/parse.py", "oldString": "a", "newString": "b"}),
 			chattest.Call("c3", "write", map[string]any{"filePath": ws + "/tests/test_crash.py", "content": "def test(): pass\n"}),
 			chattest.Call("c4", "apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: pkg/util.py\n@@\n-a\n+b\n*** End Patch"}),
@@ -248,8 +248,8 @@ func TestObserveOpenCodeTools(t *testing.T) {
 	// model closes the turn. Todo progress is replaced, not repeated.
 	todos[1]["status"] = "completed"
 	ms = append(ms,
-		bench.Message{Role: "assistant", ToolCalls: []bench.ToolCall{chattest.Call("c5", "todowrite", map[string]any{"todos": todos[:2]})}},
-		bench.Message{Role: "tool", ToolCallID: "c5", Content: "ok"})
+		chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{chattest.Call("c5", "todowrite", map[string]any{"todos": todos[:2]})}},
+		chat.Message{Role: "tool", ToolCallID: "c5", Content: "ok"})
 	tr = chattest.Parse(t, chattest.OpenCodeBody(t, ms...))
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("Fixed the parser; the test is still to write."), SSE: true, Status: 200})
 	if len(r.Unfinished) != 0 {

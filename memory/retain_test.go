@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -191,7 +191,7 @@ func TestCompact(t *testing.T) {
 }
 
 func TestRequirementsCapped(t *testing.T) {
-	var ms []bench.Message
+	var ms []chat.Message
 	var want []string
 	const n = 30
 	for i := range n {

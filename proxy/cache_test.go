@@ -9,16 +9,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/tidwall/gjson"
 )
 
 // turnMessages is one turn of a session as OpenCode sends it: the request,
 // a tool call in dir and its output, and the closing answer.
-func turnMessages(i int, req, dir, out string) []bench.Message {
+func turnMessages(i int, req, dir, out string) []chat.Message {
 	id := fmt.Sprintf("call_%d", i%2) // ids repeat across turns, as they do in real sessions
-	return []bench.Message{
+	return []chat.Message{
 		chattest.User(req),
 		chattest.ToolCall(id, "bash", map[string]string{"command": "git status", "workdir": dir, "description": "status"}),
 		chattest.ToolResult(id, out),
@@ -30,7 +30,7 @@ func turnMessages(i int, req, dir, out string) []bench.Message {
 // sends the first n messages, two calls per turn (at the request, and
 // after the tool ran).
 type cacheSession struct {
-	msgs  []bench.Message
+	msgs  []chat.Message
 	calls []int
 	turn  []int // the turn of each call
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench/opencode"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
 )
 
 // TestOpenCodeAnthropicThroughRCM runs the real OpenCode with its Anthropic

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench/opencode"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
 )
 
 // TestOpenCodeResponsesThroughRCM runs the real OpenCode with its OpenAI

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench/opencode"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/tidwall/gjson"
 )
@@ -18,7 +18,7 @@ import (
 // through a bash tool call, as a switch session does.
 func sessionBody(t *testing.T, requests []string, dirs []string) []byte {
 	t.Helper()
-	var ms []bench.Message
+	var ms []chat.Message
 	for i, req := range requests {
 		ms = append(ms, chattest.User(req))
 		if i == len(requests)-1 {

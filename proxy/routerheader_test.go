@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // TestRouterCallsHeader: a call on which the router asked its model

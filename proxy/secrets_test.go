@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 )
 
@@ -34,7 +34,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	}}
 	srv, h := setup(t, rec, nil)
 	hdr := http.Header{"X-Session-Id": {"ses_secret"}, "X-Rcm-Mode": {"rcm"}}
-	turn1 := []bench.Message{
+	turn1 := []chat.Message{
 		chattest.User("In /work/ws1 deploy the billing service with OPENAI_API_KEY " + secrets[0] + " and aws_secret_access_key=" + secrets[1]),
 		chattest.ToolCall("call_1", "bash", map[string]string{
 			"command": "curl -H 'Authorization: Bearer " + secrets[2] + "' https://api.github.com/user && mysql --password=" + secrets[3] + " -e 'select 1'",
@@ -45,7 +45,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	}
 	// Another task, then a return to the first: the record goes at the
 	// start of the returning run (a run of one task carries none).
-	other := []bench.Message{chattest.User("In /work/ws2 write the README of the docs site"), chattest.Assistant("Written.")}
+	other := []chat.Message{chattest.User("In /work/ws2 write the README of the docs site"), chattest.Assistant("Written.")}
 	back := chattest.User("Back to /work/ws1: now also deploy the invoices service")
 	bodies := [][]byte{
 		chattest.OpenCodeBody(t, turn1[:1]...),
@@ -102,7 +102,7 @@ func TestSecretsNeverStored(t *testing.T) {
 func TestLongHistoryLabelsInChunks(t *testing.T) {
 	// More messages than --route-messages' default routes: allow them.
 	srv, h := setup(t, &recorder{}, func(c *Config) { c.RouteMessages = 4 * labelChunk })
-	var ms []bench.Message
+	var ms []chat.Message
 	for i := range labelChunk + 1000 {
 		ms = append(ms, chattest.User("In /work/ws1 step "+strconv.Itoa(i)+": fix the parser"), chattest.Assistant("done"))
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -18,10 +18,10 @@ import (
 // interleaved, each turn a request and six tool calls with results of
 // lines lines (24: 2 KiB).
 func openCodeBody(b *testing.B, size, lines int) []byte {
-	var ms []bench.Message
+	var ms []chat.Message
 	total := len(capture.Body(b, "first_agent_request"))
 	output := strings.Repeat("django/db/models/query.py:1021: def _filter_or_exclude(self, negate, *args, **kwargs):\n", lines)
-	add := func(m bench.Message) {
+	add := func(m chat.Message) {
 		r, _ := json.Marshal(m)
 		ms = append(ms, m)
 		total += len(r)

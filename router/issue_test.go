@@ -4,12 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 )
 
 // env is an OpenCode system prompt's environment block.
-func env(dir string, repo bool) bench.Message {
+func env(dir string, repo bool) chat.Message {
 	git := "no"
 	if repo {
 		git = "yes"
@@ -19,8 +19,8 @@ func env(dir string, repo bool) bench.Message {
 
 // work is a request answered by tool calls (name, JSON arguments as a map)
 // and a closing answer.
-func work(req string, calls ...map[string]string) []bench.Message {
-	ms := []bench.Message{chattest.User(req)}
+func work(req string, calls ...map[string]string) []chat.Message {
+	ms := []chat.Message{chattest.User(req)}
 	for k, args := range calls {
 		id := "call_" + string(rune('a'+k))
 		name := args["tool"]
@@ -44,54 +44,54 @@ func TestIssueCases(t *testing.T) {
 	lru := work("Implement an LRU cache class in lru.py with get, put and a fixed capacity that evicts the least recently used entry.", edit(proj+"/lru.py"))
 	for _, c := range []struct {
 		name  string
-		msgs  [][]bench.Message
-		sys   bench.Message
+		msgs  [][]chat.Message
+		sys   chat.Message
 		want  string // the task of the last turn's decision ("" any)
 		never string // a task the last turn must not be routed to
 		sure  bool   // want must be routed, not a fallback's guess
 	}{
-		{"date parser timezone bug", [][]bench.Message{dates, lru, work("Now fix the date parser timezone bug", edit(proj+"/dateparse.py"))}, env(proj, true), "t1", "t2", false},
-		{"tests for the date parser", [][]bench.Message{dates, lru, work("Also add tests for the date parser", map[string]string{"tool": "read", "filePath": proj + "/dateparse.py"}, edit(proj+"/test_dateparse.py"))}, env(proj, true), "t1", "t2", true},
-		{"back to the cache by file", [][]bench.Message{dates, lru, work("In lru.py make put refresh an existing key instead of adding it twice.")}, env(proj, true), "t2", "t1", false},
-		{"new unrelated work in one repository", [][]bench.Message{dates, lru, work("Write a command line tool that reads a CSV file of expenses, groups them by month and category, and prints a summary table with totals and averages for each group.")}, env(proj, true), "t3", "t1", true},
-		{"CJK", [][]bench.Message{
+		{"date parser timezone bug", [][]chat.Message{dates, lru, work("Now fix the date parser timezone bug", edit(proj+"/dateparse.py"))}, env(proj, true), "t1", "t2", false},
+		{"tests for the date parser", [][]chat.Message{dates, lru, work("Also add tests for the date parser", map[string]string{"tool": "read", "filePath": proj + "/dateparse.py"}, edit(proj+"/test_dateparse.py"))}, env(proj, true), "t1", "t2", true},
+		{"back to the cache by file", [][]chat.Message{dates, lru, work("In lru.py make put refresh an existing key instead of adding it twice.")}, env(proj, true), "t2", "t1", false},
+		{"new unrelated work in one repository", [][]chat.Message{dates, lru, work("Write a command line tool that reads a CSV file of expenses, groups them by month and category, and prints a summary table with totals and averages for each group.")}, env(proj, true), "t3", "t1", true},
+		{"CJK", [][]chat.Message{
 			work("实现一个日期解析器，支持带时区的ISO格式日期", edit(proj+"/dateparse.py")),
 			work("实现一个LRU缓存，支持固定容量和淘汰最久未使用的条目", edit(proj+"/lru.py")),
 			work("修复日期解析器的时区错误"),
 		}, env(proj, true), "", "t2", false},
-		{"Cyrillic", [][]bench.Message{
+		{"Cyrillic", [][]chat.Message{
 			work("Напиши парсер дат с поддержкой часовых поясов", edit(proj+"/dateparse.py")),
 			work("Реализуй LRU кэш с ограничением ёмкости", edit(proj+"/lru.py")),
 			work("Исправь ошибку часового пояса в парсере дат"),
 		}, env(proj, true), "", "t2", false},
-		{"no ASCII words", [][]bench.Message{dates, lru, work("？！……")}, env(proj, true), "", "", false},
-		{"sibling folders under home", [][]bench.Message{
+		{"no ASCII words", [][]chat.Message{dates, lru, work("？！……")}, env(proj, true), "", "", false},
+		{"sibling folders under home", [][]chat.Message{
 			work("Fix the flaky login test.", bash("go test ./auth", "/home/dev/code/a")),
 			work("Update the changelog for the release.", bash("git log --oneline", "/home/dev/code/b")),
 			work("Run it again please and show me the failures.", bash("go test ./auth", "/home/dev/code/a")),
 		}, env("/home/dev/code", false), "t1", "t2", true},
-		{"sibling folders under /srv", [][]bench.Message{
+		{"sibling folders under /srv", [][]chat.Message{
 			work("Fix the flaky login test.", bash("go test ./auth", "/srv/app/x")),
 			work("Update the changelog for the release.", bash("git log --oneline", "/srv/app/y")),
 			work("Now bump the version in there too.", bash("cat VERSION", "/srv/app/y")),
 		}, env("/srv/app", false), "t2", "t1", true},
-		{"folders under /tmp", [][]bench.Message{
+		{"folders under /tmp", [][]chat.Message{
 			work("Fix the flaky login test.", bash("go test ./auth", "/tmp/x")),
 			work("Update the changelog for the release.", bash("git log --oneline", "/tmp/y")),
 			work("Run it again please and show me the failures.", bash("go test ./auth", "/tmp/x")),
 		}, env("/tmp", false), "t1", "t2", true},
-		{"folders under /opt", [][]bench.Message{
+		{"folders under /opt", [][]chat.Message{
 			work("Fix the flaky login test.", bash("go test ./auth", "/opt/svc/x")),
 			work("Update the changelog for the release.", bash("git log --oneline", "/opt/svc/y")),
 			work("Run it again please and show me the failures.", bash("go test ./auth", "/opt/svc/x")),
 		}, env("/opt/svc", false), "t1", "t2", true},
-		{"one repository opened directly: subfolders are one checkout", [][]bench.Message{
+		{"one repository opened directly: subfolders are one checkout", [][]chat.Message{
 			work("Fix the flaky login test in auth.", bash("go test ./auth", proj+"/auth")),
 			work("Now run the storage tests as well.", bash("go test ./storage", proj+"/storage")),
 		}, env(proj, true), "t1", "t2", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ms := []bench.Message{c.sys}
+			ms := []chat.Message{c.sys}
 			r := mustNew(t, Config{})
 			st := store{}
 			var p Plan

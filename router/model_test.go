@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // fakeOpenAI answers chat completions with content, after delay.
@@ -46,7 +46,7 @@ func TestModelClassifier(t *testing.T) {
 		name   string
 		answer string
 		delay  time.Duration
-		last   []bench.Message
+		last   []chat.Message
 		task   string
 		method string
 		calls  int

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -21,8 +21,8 @@ func mustNew(t testing.TB, cfg Config) *Router {
 }
 
 // turn is a request and the bash commands that answer it.
-func turn(req string, cmds ...string) []bench.Message {
-	ms := []bench.Message{chattest.User(req)}
+func turn(req string, cmds ...string) []chat.Message {
+	ms := []chat.Message{chattest.User(req)}
 	for k, c := range cmds {
 		id := "call_" + string(rune('a'+k))
 		ms = append(ms, chattest.ToolCall(id, "bash", map[string]string{"command": c}), chattest.ToolResult(id, "ok"))
@@ -33,8 +33,8 @@ func turn(req string, cmds ...string) []bench.Message {
 	return ms
 }
 
-func transcriptOf(t testing.TB, turns ...[]bench.Message) *transcript.Transcript {
-	ms := []bench.Message{chattest.System("You are a coding agent.")}
+func transcriptOf(t testing.TB, turns ...[]chat.Message) *transcript.Transcript {
+	ms := []chat.Message{chattest.System("You are a coding agent.")}
 	for _, tn := range turns {
 		ms = append(ms, tn...)
 	}
@@ -42,7 +42,7 @@ func transcriptOf(t testing.TB, turns ...[]bench.Message) *transcript.Transcript
 }
 
 // threeTasks: two tasks in their checkouts, then a third turn under test.
-func threeTasks(t testing.TB, last []bench.Message) *transcript.Transcript {
+func threeTasks(t testing.TB, last []chat.Message) *transcript.Transcript {
 	return transcriptOf(t,
 		turn("Fix the date parsing bug in /work/ws1: parse_http_date treats two-digit years wrong.",
 			"cd /work/ws1 && grep -n parse_http_date django/utils/http.py"),
@@ -63,7 +63,7 @@ func route(t testing.TB, r *Router, tr *transcript.Transcript, prior []Prior, op
 func TestRouteSignals(t *testing.T) {
 	for _, c := range []struct {
 		name     string
-		last     []bench.Message
+		last     []chat.Message
 		opt      Options
 		task     string
 		method   string
@@ -71,9 +71,9 @@ func TestRouteSignals(t *testing.T) {
 		keep     []int
 	}{
 		{"workspace named", turn("Back in /work/ws1: also handle four-digit years."), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
-		{"workspace as workdir", []bench.Message{chattest.User("Now run the tests."), chattest.ToolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"workspace as workdir", []chat.Message{chattest.User("Now run the tests."), chattest.ToolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
 		{"cd in a tool call", turn("Run the full test module please and tell me what fails.", "cd /work/ws1 && python -m pytest"), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
-		{"read filePath", []bench.Message{chattest.User("Show me the changelist code again."), chattest.ToolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
+		{"read filePath", []chat.Message{chattest.User("Show me the changelist code again."), chattest.ToolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
 		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodNew, false, []int{2}},
 		{"written tag", turn("[task: Auth-Fix] add a regression test for the validators"), Options{}, "auth-fix", MethodTag, false, []int{2}},
 		{"header tag wins", turn("[task: other] add a test"), Options{Task: "t1"}, "t1", MethodTag, false, []int{0, 2}},
@@ -153,7 +153,7 @@ func TestRouteColdHistoryAndIDs(t *testing.T) {
 
 func TestRouteSummaryKept(t *testing.T) {
 	tr := transcriptOf(t,
-		[]bench.Message{chattest.User("What did we do so far?"), {Role: "assistant", Content: "We fixed the date bug in /work/ws1 and started the admin crash in /work/ws2."}},
+		[]chat.Message{chattest.User("What did we do so far?"), {Role: "assistant", Content: "We fixed the date bug in /work/ws1 and started the admin crash in /work/ws2."}},
 		turn("Fix the date parsing bug in /work/ws1.", "cd /work/ws1 && ls"),
 		turn("In /work/ws2 fix the admin crash.", "cd /work/ws2 && ls"),
 		turn("Back in /work/ws1: add the test."))

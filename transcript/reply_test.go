@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench/scripted"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/transcript"
 )
 

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"syscall"
 
-	replaybench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/bench/progress"
+	benchreplay "github.com/rcm-dev/rcm/bench/replay"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
 )
@@ -38,7 +40,7 @@ func bench(args []string) error {
 	case "replay":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return replay(ctx, args[1:], os.Stdout, os.Stderr)
+		return benchReplay(ctx, args[1:], os.Stdout, os.Stderr)
 	case "run":
 		return benchRun(args[1:], os.Stdout, os.Stderr)
 	case "report":
@@ -93,8 +95,8 @@ func replayOptions(c *replayConfig) []option {
 	}
 }
 
-func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
-	c := replayConfig{format: replaybench.FormatMiniSWE, seed: 1, out: "bench-out", overhead: "true"}
+func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) error {
+	c := replayConfig{format: benchspec.FormatMiniSWE, seed: 1, out: "bench-out", overhead: "true"}
 	if err := parseOptions("bench replay", args, replayOptions(&c), false,
 		"Usage: rcm bench replay [flags]\n\nReplays bench sessions through an in-process proxy against a scripted upstream and writes\nresults.json and report.md. With no flags it runs the embedded demo pack. Every flag has an\nenvironment twin."); err != nil {
 		return err
@@ -115,7 +117,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 			return fmt.Errorf("--returns: %w", err)
 		}
 	}
-	opts := replaybench.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api, CachePrice: c.cachePrice}
+	opts := benchreplay.Options{Concurrency: int(c.concurrency), CompactionTail: int(c.compactionTail), API: c.api, CachePrice: c.cachePrice}
 	if c.modes != "" {
 		for m := range strings.SplitSeq(c.modes, ",") {
 			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))
@@ -137,7 +139,7 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 
 	// The scripted upstream and the proxy, each on its own loopback port,
 	// live as long as the replay.
-	up := scripted.New(scripted.Script{Models: []string{"bench"}, Rules: []scripted.Rule{replaybench.ClassifierRule}})
+	up := scripted.New(scripted.Script{Models: []string{"bench"}, Rules: []scripted.Rule{benchreplay.ClassifierRule}})
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -180,10 +182,10 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	if overhead {
 		opts.Direct = upURL
 	}
-	bar := replaybench.NewBar(stderr, replaybench.ReplayLabels)
+	bar := progress.NewBar(stderr, progress.ReplayLabels)
 	opts.Progress = bar.Update
 	fmt.Fprintf(stderr, "replaying %d sessions of %s (%d tasks)\n", len(spec.Sessions), spec.Name, len(spec.Tasks))
-	res, err := replaybench.Replay(ctx, spec, opts)
+	res, err := benchreplay.Replay(ctx, spec, opts)
 	bar.Done()
 	if res == nil {
 		return err
@@ -193,12 +195,12 @@ func replay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	}
 	if c.spec == "" && c.data == "" {
 		// Results of the demo pack carry its sources and licences.
-		if werr := os.WriteFile(filepath.Join(c.out, "ATTRIBUTION.txt"), []byte(replaybench.DemoAttribution()), 0o644); werr != nil {
+		if werr := os.WriteFile(filepath.Join(c.out, "ATTRIBUTION.txt"), []byte(benchspec.DemoAttribution()), 0o644); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}
 	res.WriteTable(stdout)
-	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", replaybench.ResultsFile, replaybench.ReportFile, c.out)
+	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", benchreplay.ResultsFile, benchreplay.ReportFile, c.out)
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
 	}
@@ -216,21 +218,21 @@ func renderRecord(raw json.RawMessage) (string, error) {
 }
 
 // loadSpec reads --spec, builds one from --data, or returns the demo pack.
-func loadSpec(c *replayConfig, log io.Writer) (*replaybench.Spec, error) {
+func loadSpec(c *replayConfig, log io.Writer) (*benchspec.Spec, error) {
 	switch {
 	case c.spec != "" && c.data != "":
 		return nil, errors.New("give --spec or --data, not both")
 	case c.spec != "":
-		return replaybench.Load(c.spec)
+		return benchspec.Load(c.spec)
 	case c.data != "":
 		if c.seed < 0 {
 			return nil, fmt.Errorf("--seed %d: want a non-negative number", c.seed)
 		}
-		tasks, skips, err := replaybench.ReadData(c.data, c.format)
+		tasks, skips, err := benchspec.ReadData(c.data, c.format)
 		if err != nil {
 			return nil, err
 		}
-		spec, more, err := replaybench.NewSpec(filepath.Base(filepath.Clean(c.data)), tasks, uint64(c.seed))
+		spec, more, err := benchspec.NewSpec(filepath.Base(filepath.Clean(c.data)), tasks, uint64(c.seed))
 		for _, s := range append(skips, more...) {
 			fmt.Fprintf(log, "note: %s\n", s)
 		}
@@ -242,5 +244,5 @@ func loadSpec(c *replayConfig, log io.Writer) (*replaybench.Spec, error) {
 		}
 		return spec, nil
 	}
-	return replaybench.Demo()
+	return benchspec.Demo()
 }

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	replaybench "github.com/rcm-dev/rcm/bench"
+	"github.com/rcm-dev/rcm/bench/replay"
+	"github.com/rcm-dev/rcm/bench/spec"
 )
 
 type benchRow struct {
@@ -70,7 +71,7 @@ func TestBenchReplayRealProxy(t *testing.T) {
 	stdout, _ := os.Create(filepath.Join(dir, "stdout"))
 	stderr, _ := os.Create(filepath.Join(dir, "stderr"))
 	t.Setenv("RCM_BENCH_THRESHOLDS", "0.8") // the environment twin
-	err := replay(context.Background(), []string{"--spec", "../../bench/testdata/replay_small.json", "--compaction-tail", "300", "--out", filepath.Join(dir, "out")}, stdout, stderr)
+	err := benchReplay(context.Background(), []string{"--spec", "../../bench/replay/testdata/replay_small.json", "--compaction-tail", "300", "--out", filepath.Join(dir, "out")}, stdout, stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestBenchReplayRefusesBadFlags(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		f, _ := os.Create(filepath.Join(dir, "log"))
-		if err := replay(context.Background(), append(args, "--out", dir), f, f); err == nil {
+		if err := benchReplay(context.Background(), append(args, "--out", dir), f, f); err == nil {
 			t.Errorf("%q: no error", args)
 		}
 	}
@@ -145,19 +146,19 @@ func TestBenchReplayShared(t *testing.T) {
 	out := t.TempDir()
 	stdout, _ := os.Create(filepath.Join(out, "stdout"))
 	defer stdout.Close()
-	err := replay(context.Background(), []string{"--layout", "shared", "--modes", "router", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
+	err := benchReplay(context.Background(), []string{"--layout", "shared", "--modes", "router", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, replaybench.ResultsFile))
+	raw, err := os.ReadFile(filepath.Join(out, replay.ResultsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res replaybench.Results
+	var res replay.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Layout != replaybench.LayoutShared || len(res.Summaries) != 1 || res.Summaries[0].RoutedN == 0 {
+	if res.Layout != spec.LayoutShared || len(res.Summaries) != 1 || res.Summaries[0].RoutedN == 0 {
 		t.Fatalf("results: layout %q, %d summaries", res.Layout, len(res.Summaries))
 	}
 }
@@ -209,7 +210,7 @@ func TestBenchReplayDemo(t *testing.T) {
 	out := t.TempDir()
 	stdout, _ := os.Create(filepath.Join(out, "stdout"))
 	defer stdout.Close()
-	err := replay(context.Background(), []string{"--modes", "native", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
+	err := benchReplay(context.Background(), []string{"--modes", "native", "--thresholds", "0.8", "--overhead", "false", "--out", out}, stdout, stdout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +231,13 @@ func TestBenchReplayDemo(t *testing.T) {
 func TestBenchReplayRouterModel(t *testing.T) {
 	run := func(t *testing.T, args ...string) map[string]any {
 		out := filepath.Join(t.TempDir(), "out")
-		args = append([]string{"--spec", "../../bench/testdata/replay_small.json", "--modes", "router", "--thresholds", "1.0", "--overhead", "false", "--out", out}, args...)
+		args = append([]string{"--spec", "../../bench/replay/testdata/replay_small.json", "--modes", "router", "--thresholds", "1.0", "--overhead", "false", "--out", out}, args...)
 		log, _ := os.Create(filepath.Join(t.TempDir(), "log"))
 		defer log.Close()
-		if err := replay(context.Background(), args, log, log); err != nil {
+		if err := benchReplay(context.Background(), args, log, log); err != nil {
 			t.Fatal(err)
 		}
-		raw, err := os.ReadFile(filepath.Join(out, replaybench.ResultsFile))
+		raw, err := os.ReadFile(filepath.Join(out, replay.ResultsFile))
 		if err != nil {
 			t.Fatal(err)
 		}

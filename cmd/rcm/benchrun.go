@@ -16,10 +16,15 @@ import (
 	"syscall"
 	"time"
 
-	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/claudecode"
-	"github.com/rcm-dev/rcm/bench/opencode"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	claudeharness "github.com/rcm-dev/rcm/bench/harness/claudecode"
+	opencodeharness "github.com/rcm-dev/rcm/bench/harness/opencode"
+	"github.com/rcm-dev/rcm/bench/progress"
+	"github.com/rcm-dev/rcm/bench/report"
+	"github.com/rcm-dev/rcm/bench/run"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
@@ -68,7 +73,7 @@ The API key comes from RCM_UPSTREAM_KEY. Every flag has an environment twin.`
 func benchRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := runConfig{out: "bench-run", harness: "opencode", keep: "false", continuations: runbench.DefaultContinuations}
+	c := runConfig{out: "bench-run", harness: "opencode", keep: "false", continuations: run.DefaultContinuations}
 	if err := parseOptions("bench run", args, runOptions(&c), false, runIntro); err != nil {
 		return err
 	}
@@ -88,14 +93,14 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--keep %q: %w", c.keep, err)
 	}
-	opts := runbench.RunOptions{
+	opts := run.Options{
 		Repeats: int(c.repeats), Budget: c.budget, Concurrency: int(c.concurrency), Model: c.model,
 		VerifyTimeout: c.verifyTimeout, Keep: keep, Out: c.out, Log: stderr,
 		Modes: splitList(strings.ToLower(c.modes)), Conditions: splitList(c.conditions), Sessions: splitList(c.sessions),
 		Continuations: int(c.continuations),
 	}
 	if c.continuations == 0 {
-		opts.Continuations = -1 // none; RunOptions reads 0 as the default
+		opts.Continuations = -1 // none; run.Options reads 0 as the default
 	}
 	for _, t := range splitList(c.thresholds) {
 		v, err := strconv.ParseFloat(t, 64)
@@ -106,18 +111,18 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	}
 
 	// Everything that can be checked without a model call, cheapest first.
-	spec, err := runbench.Load(c.spec)
+	spec, err := benchspec.Load(c.spec)
 	if err != nil {
 		return err
 	}
-	repos := &runbench.Repos{Dir: c.repos}
+	repos := &run.Repos{Dir: c.repos}
 	if _, err := repos.Commits(ctx, spec, nil); err != nil {
 		return err
 	}
 	claude := c.harness == "claude-code"
-	check := runbench.CheckUpstream
+	check := run.CheckUpstream
 	if claude {
-		check = runbench.CheckMessagesUpstream
+		check = run.CheckMessagesUpstream
 	}
 	if err := check(ctx, c.upstream, c.key); err != nil {
 		return err
@@ -161,13 +166,13 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer logf.Close()
-	var meter *runbench.Meter
+	var meter *run.Meter
 	pcfg := proxy.Config{Upstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
 	if claude {
 		pcfg = proxy.Config{AnthropicUpstream: c.upstream, UpstreamKey: c.key, DB: db, Mode: proxy.Native}
 	}
 	proxyURL, stopProxy, err := startProxy(pcfg, logf, slog.LevelInfo,
-		func(h http.Handler) http.Handler { meter = runbench.NewMeter(h); return meter }, stderr)
+		func(h http.Handler) http.Handler { meter = run.NewMeter(h); return meter }, stderr)
 	if err != nil {
 		return err
 	}
@@ -176,9 +181,9 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 
 	harnessDir := filepath.Join(out, "harness")
 	if claude {
-		opts.Harness = &runbench.ClaudeCode{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
+		opts.Harness = &claudeharness.Harness{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
 	} else {
-		oc, err := runbench.NewOpenCode(ctx, runbench.OpenCodeOptions{
+		oc, err := opencodeharness.New(ctx, opencodeharness.Options{
 			Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,
 			Model: opencode.Model{ID: c.model, Context: int(c.context)}, Arms: opts.Arms(),
 		})
@@ -189,19 +194,19 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer opts.Harness.Close()
 
-	bar := runbench.NewBar(stderr, runbench.RunLabels)
+	bar := progress.NewBar(stderr, progress.RunLabels)
 	opts.Progress = bar.Update
-	st, err := runbench.Run(ctx, spec, opts)
+	st, err := run.Run(ctx, spec, opts)
 	bar.Done()
 	fmt.Fprintf(stdout, "%d runs: %d done now, %d done before, %d failed\n", st.Total, st.Done, st.Skipped, st.Failed)
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted: %s holds the runs that finished; run the same command again to resume", filepath.Join(out, runbench.RunsFile))
+		return fmt.Errorf("interrupted: %s holds the runs that finished; run the same command again to resume", filepath.Join(out, run.RunsFile))
 	}
 	if st.Done+st.Skipped > 0 {
-		if _, rerr := runbench.WriteRunReport(out); rerr != nil {
+		if _, rerr := report.Write(out); rerr != nil {
 			err = errors.Join(err, rerr)
 		} else {
-			fmt.Fprintf(stdout, "wrote %s in %s\n", runbench.RunReportFile, out)
+			fmt.Fprintf(stdout, "wrote %s in %s\n", report.RunReportFile, out)
 		}
 	}
 	return err
@@ -212,7 +217,7 @@ func benchReport(args []string, stdout io.Writer) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: rcm bench report DIR (the --out folder of rcm bench run)")
 	}
-	rep, err := runbench.WriteRunReport(args[0])
+	rep, err := report.Write(args[0])
 	if err != nil {
 		return err
 	}
@@ -225,7 +230,7 @@ func benchReport(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-8s %9s %10.3f %10.3f %8.3f\n", a.Mode, thr, float64(a.ResUnint), float64(a.ResSwitch), float64(a.Gap))
 	}
-	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and plots in %s\n", runbench.RunReportFile, runbench.RunSummaryFile, runbench.RunSummaryCSV, args[0])
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and plots in %s\n", report.RunReportFile, report.RunSummaryFile, report.RunSummaryCSV, args[0])
 	return nil
 }
 
@@ -234,7 +239,7 @@ func benchReport(args []string, stdout io.Writer) error {
 func benchUpstream(args []string, stderr io.Writer) error {
 	var script, listen string
 	opts := []option{
-		{flag: "script", env: "RCM_BENCH_SCRIPT", help: "scripted upstream JSON (bench/scripted docs); required", set: stringOpt(&script)},
+		{flag: "script", env: "RCM_BENCH_SCRIPT", help: "scripted upstream JSON (internal/scripted docs); required", set: stringOpt(&script)},
 		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on (default 127.0.0.1:8788)", set: stringOpt(&listen)},
 	}
 	listen = "127.0.0.1:8788"

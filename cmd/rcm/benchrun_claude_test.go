@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/claudecode"
+	"github.com/rcm-dev/rcm/bench/run"
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
 	"github.com/tidwall/gjson"
 )
 
@@ -188,7 +188,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 			t.Logf("stderr:\n%s", stderr.String())
 		}
 	}()
-	runs, err := runbench.ReadRuns(filepath.Join(out, runbench.RunsFile))
+	runs, err := run.ReadRuns(filepath.Join(out, run.RunsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 		t.Fatalf("%d runs, want 6 (2 conditions x 3 modes)", len(runs))
 	}
 	for _, r := range runs {
-		if r.Harness != "claude-code" || !r.Resolved || !r.Applied || r.FailToPass != (runbench.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
+		if r.Harness != "claude-code" || !r.Resolved || !r.Applied || r.FailToPass != (run.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
 			t.Errorf("run %s (%s): %+v, want resolved with every listed test passing", r.Key, r.Harness, r.Score)
 		}
 		if r.Requests != 2 || r.Answered != 2 || r.TurnErrors != 0 || r.Timeouts != 0 {
@@ -215,7 +215,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 		if !bytes.Contains(patch, []byte("+\treturn a + b")) || bytes.Contains(patch, []byte("ToUpper")) || bytes.Contains(patch, []byte("CHANGELOG")) {
 			t.Errorf("run %s: focus patch:\n%s", r.Key, patch)
 		}
-		if r.Condition == runbench.ConditionSwitch {
+		if r.Condition == run.ConditionSwitch {
 			if len(r.Distractors) != 4 || r.Calls <= 5 {
 				t.Errorf("run %s: %d distractors, %d calls", r.Key, len(r.Distractors), r.Calls)
 			}

@@ -13,15 +13,16 @@ import (
 	"testing"
 	"time"
 
-	runbench "github.com/rcm-dev/rcm/bench"
-	"github.com/rcm-dev/rcm/bench/opencode"
-	"github.com/rcm-dev/rcm/bench/scripted"
+	"github.com/rcm-dev/rcm/bench/report"
+	benchrun "github.com/rcm-dev/rcm/bench/run"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // fixture is the bench runner's fixture: a Go module with two bugs (Add,
 // Shout), the spec of one session whose focus task fixes Add, and two
 // scripted models, one that solves the tasks and one that breaks Sub.
-var fixture = filepath.Join("..", "..", "bench", "testdata", "fixture")
+var fixture = filepath.Join("..", "..", "bench", "run", "testdata", "fixture")
 
 // fixtureRepos commits the fixture module into a fresh clone under
 // DIR/fixture/calc and returns DIR.
@@ -130,7 +131,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 	repos := fixtureRepos(t)
 	spec := filepath.Join(fixture, "spec.json")
 
-	run := func(t *testing.T, script, out string, extra ...string) []runbench.RunResult {
+	run := func(t *testing.T, script, out string, extra ...string) []benchrun.Result {
 		t.Helper()
 		start := time.Now()
 		var stdout, stderr bytes.Buffer
@@ -143,7 +144,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 		if !regexp.MustCompile(`run: 100%  \d+/\d+ requests  \d+/\d+ runs`).MatchString(stderr.String()) {
 			t.Errorf("stderr has no progress lines in a run's words:\n%s", stderr.String())
 		}
-		runs, err := runbench.ReadRuns(filepath.Join(out, runbench.RunsFile))
+		runs, err := benchrun.ReadRuns(filepath.Join(out, benchrun.RunsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 		modes := map[string]int{}
 		for _, r := range runs {
 			modes[r.Mode+"/"+r.Condition]++
-			if !r.Resolved || !r.Applied || r.FailToPass != (runbench.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
+			if !r.Resolved || !r.Applied || r.FailToPass != (benchrun.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
 				t.Errorf("run %s: %+v, want resolved with every listed test passing", r.Key, r.Score)
 			}
 			if r.Requests != 2 || r.Answered != 2 || r.TurnErrors != 0 || r.Timeouts != 0 {
@@ -177,7 +178,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 			if !bytes.Contains(patch, []byte("+\treturn a + b")) || bytes.Contains(patch, []byte("ToUpper")) || bytes.Contains(patch, []byte("CHANGELOG")) {
 				t.Errorf("run %s: focus patch:\n%s", r.Key, patch)
 			}
-			if r.Condition == runbench.ConditionSwitch {
+			if r.Condition == benchrun.ConditionSwitch {
 				if len(r.Distractors) != 4 {
 					t.Fatalf("run %s: distractors %+v", r.Key, r.Distractors)
 				}
@@ -197,7 +198,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 				break
 			}
 		}
-		rep, err := runbench.WriteRunReport(out)
+		rep, err := report.Write(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 				t.Errorf("arm %s: %+v", a.Mode, a)
 			}
 		}
-		for _, f := range []string{runbench.RunReportFile, runbench.RunSummaryFile, runbench.RunSummaryCSV, runbench.RunsCSV, runbench.RunResolvedSVG, runbench.RunSweepSVG} {
+		for _, f := range []string{report.RunReportFile, report.RunSummaryFile, report.RunSummaryCSV, report.RunsCSV, report.RunResolvedSVG, report.RunSweepSVG} {
 			if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 				t.Errorf("report file %s: %v", f, err)
 			}

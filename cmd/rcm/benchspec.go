@@ -6,14 +6,14 @@ import (
 	"io"
 	"os"
 
-	replaybench "github.com/rcm-dev/rcm/bench"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 )
 
 // benchSpec writes a bench spec: the demo pack's, one built from a data
 // folder (--data, --format, --seed), or a --spec file validated and
 // normalised. It is how a user gets a spec to edit or to give `bench run`.
 func benchSpec(args []string, stdout, stderr io.Writer) error {
-	c := replayConfig{format: replaybench.FormatMiniSWE, seed: 1}
+	c := replayConfig{format: benchspec.FormatMiniSWE, seed: 1}
 	out := ""
 	opts := []option{
 		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file to validate and rewrite", set: stringOpt(&c.spec)},

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	replaybench "github.com/rcm-dev/rcm/bench"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 )
 
 // TestBenchSpec: the written spec loads and validates, and rewriting it
@@ -17,11 +17,11 @@ func TestBenchSpec(t *testing.T) {
 	if err := benchSpec(nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := replaybench.Parse(out.Bytes())
+	spec, err := benchspec.Parse(out.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	demo, _ := replaybench.Demo()
+	demo, _ := benchspec.Demo()
 	if len(spec.Tasks) != len(demo.Tasks) || len(spec.Sessions) != len(demo.Sessions) {
 		t.Fatalf("%d tasks, %d sessions", len(spec.Tasks), len(spec.Sessions))
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench/scripted"
 	"github.com/rcm-dev/rcm/internal/proxytest"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/proxy"
 )
 

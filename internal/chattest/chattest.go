@@ -8,26 +8,26 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
 // System is a system message.
-func System(text string) bench.Message { return bench.Message{Role: bench.RoleSystem, Content: text} }
+func System(text string) chat.Message { return chat.Message{Role: chat.RoleSystem, Content: text} }
 
 // User is a user message.
-func User(text string) bench.Message { return bench.Message{Role: bench.RoleUser, Content: text} }
+func User(text string) chat.Message { return chat.Message{Role: chat.RoleUser, Content: text} }
 
 // Assistant is an assistant message with text and the given tool calls.
-func Assistant(text string, calls ...bench.ToolCall) bench.Message {
-	return bench.Message{Role: bench.RoleAssistant, Content: text, ToolCalls: calls}
+func Assistant(text string, calls ...chat.ToolCall) chat.Message {
+	return chat.Message{Role: chat.RoleAssistant, Content: text, ToolCalls: calls}
 }
 
 // Call is a call of the tool name. args is the arguments' JSON text when it
 // is a string, else a value to encode.
-func Call(id, name string, args any) bench.ToolCall {
+func Call(id, name string, args any) chat.ToolCall {
 	s, ok := args.(string)
 	if !ok {
 		raw, err := json.Marshal(args)
@@ -36,17 +36,17 @@ func Call(id, name string, args any) bench.ToolCall {
 		}
 		s = string(raw)
 	}
-	return bench.ToolCall{ID: id, Type: "function", Function: bench.FunctionCall{Name: name, Arguments: s}}
+	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: s}}
 }
 
 // ToolCall is an assistant message with no text calling one tool (see Call).
-func ToolCall(id, name string, args any) bench.Message {
+func ToolCall(id, name string, args any) chat.Message {
 	return Assistant("", Call(id, name, args))
 }
 
 // ToolResult is the result of the call id.
-func ToolResult(id, out string) bench.Message {
-	return bench.Message{Role: bench.RoleTool, ToolCallID: id, Content: out}
+func ToolResult(id, out string) chat.Message {
+	return chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: out}
 }
 
 // History is a growing chat history whose messages are encoded once, for
@@ -56,7 +56,7 @@ type History struct {
 }
 
 // Add appends messages.
-func (h *History) Add(ms ...bench.Message) {
+func (h *History) Add(ms ...chat.Message) {
 	for _, m := range ms {
 		raw, err := json.Marshal(m)
 		if err != nil {
@@ -82,7 +82,7 @@ func (h *History) Prefix(n int) []byte {
 }
 
 // Body returns a chat-completions body holding ms (see History.Prefix).
-func Body(ms ...bench.Message) []byte {
+func Body(ms ...chat.Message) []byte {
 	var h History
 	h.Add(ms...)
 	return h.Body()
@@ -91,7 +91,7 @@ func Body(ms ...bench.Message) []byte {
 // OpenCodeBody is the first_agent_request capture (OpenCode's real system
 // prompt, tools and options) with ms after its system prompt in place of
 // its other messages.
-func OpenCodeBody(tb testing.TB, ms ...bench.Message) []byte {
+func OpenCodeBody(tb testing.TB, ms ...chat.Message) []byte {
 	tb.Helper()
 	base := capture.Body(tb, "first_agent_request")
 	var h History
@@ -129,7 +129,7 @@ func Messages(body []byte) []string {
 func Requests(body []byte) []string {
 	var out []string
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		if m.Get("role").String() == bench.RoleUser {
+		if m.Get("role").String() == chat.RoleUser {
 			out = append(out, m.Get("content").String())
 		}
 		return true
@@ -137,19 +137,27 @@ func Requests(body []byte) []string {
 	return out
 }
 
+// ModelCall is one model call of a replayed trajectory: the full history the
+// harness sends and the recorded assistant message answering it.
+type ModelCall struct {
+	Index    int // counts the calls from 0
+	Step     int // the turn's index
+	Messages []chat.Message
+	Response chat.Message
+}
+
 // Replay lays a trajectory out as the model calls of one session, as a
 // harness sends them: the system prompt, each turn's request, and the turn's
 // messages; a call ends before each assistant message, which is its
-// Response. Task is the trajectory's; Step and Stage index the turn. Calls
-// share backing arrays, as Spec.Calls's do.
-func Replay(system string, tr *bench.Trajectory) []bench.Call {
-	history := []bench.Message{System(system)}
-	var calls []bench.Call
+// Response. Calls share backing arrays; do not modify elements.
+func Replay(system string, tr *chat.Trajectory) []ModelCall {
+	history := []chat.Message{System(system)}
+	var calls []ModelCall
 	for i, turn := range tr.Turns {
 		history = append(history, User(turn.Request))
 		for _, m := range turn.Messages {
-			if m.Role == bench.RoleAssistant {
-				calls = append(calls, bench.Call{Index: len(calls), Step: i, Stage: i, Task: tr.Task,
+			if m.Role == chat.RoleAssistant {
+				calls = append(calls, ModelCall{Index: len(calls), Step: i,
 					Messages: history[:len(history):len(history)], Response: m})
 			}
 			history = append(history, m)
@@ -173,4 +181,32 @@ func SharedData(tb testing.TB, rel ...string) string {
 		tb.Skipf("shared data %s absent (clone shared/ beside the repository): %v", p, err)
 	}
 	return p
+}
+
+// ReadShared returns the contents of rel under the shared data set, skipping
+// or failing as SharedData does.
+func ReadShared(tb testing.TB, rel ...string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(SharedData(tb, rel...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// EachShared calls fn with every file of a shared data folder matching
+// pattern, after checking that there are want of them.
+func EachShared(tb testing.TB, dir, pattern string, want int, fn func(path string, b []byte)) {
+	tb.Helper()
+	files, _ := filepath.Glob(filepath.Join(SharedData(tb, dir), pattern))
+	if len(files) != want {
+		tb.Fatalf("%s: %d files, want %d", dir, len(files), want)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fn(f, b)
+	}
 }

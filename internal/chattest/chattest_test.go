@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/tidwall/gjson"
 )
 
 func TestBodies(t *testing.T) {
-	ms := []bench.Message{User("fix it"), ToolCall("c1", "bash", map[string]string{"command": "ls"}), ToolResult("c1", "a.go"), Assistant("done")}
-	body := Body(append([]bench.Message{System("sys")}, ms...)...)
+	ms := []chat.Message{User("fix it"), ToolCall("c1", "bash", map[string]string{"command": "ls"}), ToolResult("c1", "a.go"), Assistant("done")}
+	body := Body(append([]chat.Message{System("sys")}, ms...)...)
 	if tr := Parse(t, body); len(tr.Turns) != 1 {
 		t.Fatalf("%d turns", len(tr.Turns))
 	}
@@ -37,9 +37,9 @@ func TestBodies(t *testing.T) {
 }
 
 func TestReplay(t *testing.T) {
-	tr := &bench.Trajectory{Task: "x", Turns: []bench.Turn{
-		{Request: "one", Messages: []bench.Message{ToolCall("c1", "bash", "{}"), ToolResult("c1", "ok"), Assistant("done")}},
-		{Request: "two", Messages: []bench.Message{Assistant("sure")}},
+	tr := &chat.Trajectory{Task: "x", Turns: []chat.Turn{
+		{Request: "one", Messages: []chat.Message{ToolCall("c1", "bash", "{}"), ToolResult("c1", "ok"), Assistant("done")}},
+		{Request: "two", Messages: []chat.Message{Assistant("sure")}},
 	}}
 	calls := Replay("sys", tr)
 	if len(calls) != 3 {

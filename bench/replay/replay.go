@@ -1,0 +1,764 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rcm-dev/rcm/bench/progress"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/scripted"
+	"github.com/tidwall/gjson"
+)
+
+// The tools array OpenCode 1.18.33 sent in a real capture
+// (testdata/opencode/first_agent_request.body.json): every replayed call
+// carries it, so bodies have a harness's real size and shape.
+//
+//go:embed opencode_tools.json
+var opencodeTools []byte
+
+// Options configure a replay. Zero values take the documented defaults.
+type Options struct {
+	// Proxy is the base URL of the running proxy (http://127.0.0.1:8787);
+	// calls go to Proxy + "/v1/chat/completions" (or "/v1/messages", see
+	// API). Required.
+	Proxy string
+	// Upstream is the scripted model the proxy forwards to: the driver
+	// queues the recorded reply before each call and takes what the
+	// upstream received after it. Required.
+	Upstream *scripted.Server
+	// Direct, when set, is the upstream's own base URL (".../v1"): the
+	// forwarded body of every fourth call is sent there too, and the
+	// proxy's overhead is the round trip through the proxy minus this
+	// direct one. Empty: overhead is not measured.
+	Direct string
+	// Modes to run. Default native, router, rcm.
+	Modes []string
+	// Thresholds to run router and rcm at (X-RCM-Threshold). Native does
+	// not depend on it: it runs once per session and is reported in every
+	// threshold's row. Default 0.5, 0.7, 0.8, 0.9, 1.0.
+	Thresholds []float64
+	// Concurrency is how many (session, mode, threshold) units run at once.
+	// Default 4 x GOMAXPROCS: a unit's calls are sequential and wait on the
+	// proxy's store, so more units than cores keep the cores busy.
+	Concurrency int
+	// Model is the body's "model". Default "bench".
+	Model string
+	// CompactionTail is the recent tail, in tokens, that the harness keeps
+	// verbatim and leaves out of the compaction call ending each S_switch
+	// replay (see CompactionBody). Default DefaultCompactionTail, OpenCode
+	// 1.18.33's; negative: none, the whole conversation is summarised.
+	CompactionTail int
+	// CachePrice is what a cached input token costs relative to an
+	// uncached one, in the prompt-cache cost (see Cost). Default
+	// DefaultCachePrice.
+	CachePrice float64
+	// Client sends the calls. Default: a client with its own transport.
+	Client *http.Client
+	// Progress, when set, is told of every finished call and unit.
+	Progress func(progress.Progress)
+	// API is what the calls speak: APIChat (default), APIMessages (the
+	// same histories as Anthropic Messages bodies sent to /v1/messages) or
+	// APIResponses (as OpenAI Responses input items sent to /v1/responses).
+	API string
+	// Render renders a task record as the proxy's inspector serves it
+	// (memory.Record's JSON) into the text rcm injects. When set, rcm
+	// mode reads the focus task's record after each focus turn of S_switch
+	// (record_bytes); nil: record sizes are not measured.
+	Render func(record json.RawMessage) (string, error)
+}
+
+// DefaultThresholds is what Options' zero Thresholds mean.
+var DefaultThresholds = []float64{0.5, 0.7, 0.8, 0.9, 1.0}
+
+func (o *Options) validate() error {
+	if o.Proxy == "" {
+		return errors.New("bench: replay: no proxy URL")
+	}
+	if o.Upstream == nil {
+		return errors.New("bench: replay: no scripted upstream")
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = benchspec.DefaultModes
+	}
+	for _, m := range o.Modes {
+		if m != benchspec.ModeNative && m != benchspec.ModeRouter && m != benchspec.ModeRCM {
+			return fmt.Errorf("bench: replay: mode %q: want native, router or rcm", m)
+		}
+	}
+	if len(o.Thresholds) == 0 {
+		o.Thresholds = DefaultThresholds
+	}
+	for _, t := range o.Thresholds {
+		if !(t >= 0 && t <= 1) {
+			return fmt.Errorf("bench: replay: threshold %v: want a number in [0, 1]", t)
+		}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4 * runtime.GOMAXPROCS(0)
+	}
+	if o.Model == "" {
+		o.Model = "bench"
+	}
+	switch o.API {
+	case "":
+		o.API = APIChat
+	case APIChat, APIMessages, APIResponses:
+	default:
+		return fmt.Errorf("bench: replay: api %q: want chat, messages or responses", o.API)
+	}
+	if o.CachePrice == 0 {
+		o.CachePrice = DefaultCachePrice
+	}
+	if !(o.CachePrice >= 0 && o.CachePrice <= 1) {
+		return fmt.Errorf("bench: replay: cache price %v: want a number in [0, 1]", o.CachePrice)
+	}
+	if o.CompactionTail == 0 {
+		o.CompactionTail = DefaultCompactionTail
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	}
+	o.Proxy = strings.TrimRight(o.Proxy, "/")
+	o.Direct = strings.TrimRight(o.Direct, "/")
+	return nil
+}
+
+// unit is the work of one session in one mode at one threshold: both
+// schedules. Native units have threshold -1 (run once, reported for all).
+type unit struct {
+	session   int
+	mode      string
+	threshold float64
+}
+
+// header says the unit's mode and threshold to the proxy.
+func (u unit) header() http.Header {
+	h := http.Header{}
+	h.Set("X-RCM-Mode", u.mode)
+	if u.threshold >= 0 {
+		h.Set("X-RCM-Threshold", strconv.FormatFloat(u.threshold, 'f', -1, 64))
+	}
+	return h
+}
+
+// Replay replays every session of spec through the proxy in each mode and
+// threshold, both schedules, and returns the metrics (see Results). When
+// ctx ends it stops and returns the results of the sessions that finished
+// every unit, with ctx's error.
+func Replay(ctx context.Context, spec *benchspec.Spec, opts Options) (*Results, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	plans := make([]*plan, len(spec.Sessions))
+	total := 0
+	for i := range spec.Sessions {
+		p, err := newPlan(spec, &spec.Sessions[i], opts.API)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+	}
+	var units []unit
+	for i := range plans {
+		for _, m := range opts.Modes {
+			if m == benchspec.ModeNative {
+				units = append(units, unit{i, m, -1})
+				continue
+			}
+			for _, t := range opts.Thresholds {
+				units = append(units, unit{i, m, t})
+			}
+		}
+	}
+	perSession := len(units) / max(len(plans), 1)
+	for _, u := range units {
+		total += plans[u.session].calls()
+	}
+	r := &runner{
+		spec: spec, opts: opts, plans: plans,
+		nonce: strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
+		track: progress.NewTracker(total, len(plans), opts.Progress),
+		left:  map[int]int{},
+	}
+	for i := range plans {
+		r.left[i] = perSession
+	}
+	results := make([]*SessionResult, len(units))
+	errs := make([]error, len(units))
+	progress.Parallel(ctx, opts.Concurrency, len(units), func(i int) {
+		results[i], errs[i] = r.unit(ctx, units[i])
+		r.finished(units[i])
+	})
+
+	// Keep the sessions whose every unit finished, so that every mode and
+	// threshold is compared on the same sessions.
+	done := map[int]bool{}
+	for i := range plans {
+		done[i] = true
+	}
+	var failures []error
+	for i, u := range units {
+		switch {
+		case results[i] == nil && errs[i] == nil:
+			done[u.session] = false
+		case errs[i] != nil:
+			done[u.session] = false
+			if ctx.Err() == nil || !errors.Is(errs[i], ctx.Err()) {
+				failures = append(failures, errs[i])
+			}
+		}
+	}
+	var kept []*SessionResult
+	for i, u := range units {
+		if !done[u.session] {
+			continue
+		}
+		if u.mode == benchspec.ModeNative {
+			for _, t := range opts.Thresholds {
+				c := *results[i]
+				c.Threshold = t
+				kept = append(kept, &c)
+			}
+			continue
+		}
+		kept = append(kept, results[i])
+	}
+	res := aggregate(spec, opts, kept)
+	res.Interrupted = ctx.Err() != nil
+	for _, err := range failures {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, errors.Join(failures...)
+}
+
+// runner holds a replay's shared state.
+type runner struct {
+	spec  *benchspec.Spec
+	opts  Options
+	plans []*plan
+	nonce string
+	track *progress.Tracker
+
+	mu   sync.Mutex
+	left map[int]int // units not finished per session
+}
+
+// finished counts a unit, and its session once every unit of it is done.
+func (r *runner) finished(u unit) {
+	r.mu.Lock()
+	r.left[u.session]--
+	done := r.left[u.session] == 0
+	r.mu.Unlock()
+	sessions := 0
+	if done {
+		sessions = 1
+	}
+	r.track.Add(0, sessions)
+}
+
+// plan is what a session's replay needs, computed once: each schedule's
+// calls, the history's ground truth and the messages' JSON.
+type plan struct {
+	sess   *benchspec.Session
+	sched  map[benchspec.Schedule]*schedulePlan
+	checks map[string]string // task -> checkout path
+}
+
+type schedulePlan struct {
+	calls    []benchspec.Call
+	owner    []string // per history message
+	request  []bool   // per history message: a stage's request
+	messages [][]byte // per history message: its JSON as the harness sends it
+	keys     []string // per history message: messageKey
+	// known decodes the messages as sent: a forwarded message with the
+	// same JSON needs no decoding (see parseMessages).
+	known map[string]Forwarded
+	// items is known for the Responses API, keyed by a message's first
+	// item (see parseItems).
+	items map[string]knownItems
+	// tasks are the session's tasks, focus first; unfinished those whose
+	// submit stage the schedule does not send.
+	tasks, unfinished []string
+}
+
+func (p *plan) calls() int {
+	return len(p.sched[benchspec.ScheduleBase].calls) + len(p.sched[benchspec.ScheduleSwitch].calls)
+}
+
+// member is the body's member that holds the history.
+func (o *Options) member() string {
+	if o.API == APIResponses {
+		return "input"
+	}
+	return "messages"
+}
+
+// path is the endpoint a replay's calls go to, below the proxy's root.
+func (o *Options) path() string {
+	switch o.API {
+	case APIMessages:
+		return "/v1/messages"
+	case APIResponses:
+		return "/v1/responses"
+	}
+	return "/v1/chat/completions"
+}
+
+func newPlan(spec *benchspec.Spec, sess *benchspec.Session, api string) (*plan, error) {
+	p := &plan{sess: sess, sched: map[benchspec.Schedule]*schedulePlan{}, checks: map[string]string{}}
+	for _, id := range append([]string{sess.Focus}, sess.Distractors...) {
+		p.checks[id] = spec.Checkout(sess, id)
+	}
+	for _, sc := range []benchspec.Schedule{benchspec.ScheduleBase, benchspec.ScheduleSwitch} {
+		calls, err := spec.Calls(sess.ID, sc)
+		if err != nil {
+			return nil, err
+		}
+		steps := sess.Base
+		if sc == benchspec.ScheduleSwitch {
+			steps = sess.Switch
+		}
+		// The history Calls builds: the system prompt, then per step its
+		// request and the stage's messages.
+		sp := &schedulePlan{calls: calls, owner: []string{""}, request: []bool{false}}
+		submitted := map[string]bool{}
+		for _, st := range steps {
+			t, _ := spec.Task(st.Task)
+			submitted[st.Task] = submitted[st.Task] || t.Stages[st.Stage].Submit
+			sp.owner = append(sp.owner, st.Task)
+			sp.request = append(sp.request, true)
+			for range t.Stages[st.Stage].Messages {
+				sp.owner = append(sp.owner, st.Task)
+				sp.request = append(sp.request, false)
+			}
+		}
+		sp.tasks = append([]string{sess.Focus}, sess.Distractors...)
+		for _, id := range sp.tasks {
+			if !submitted[id] {
+				sp.unfinished = append(sp.unfinished, id)
+			}
+		}
+		longest := calls[len(calls)-1].Messages
+		if len(longest) > len(sp.owner) {
+			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
+		}
+		sp.known, sp.items = map[string]Forwarded{}, map[string]knownItems{}
+		encode := marshal
+		switch api {
+		case APIMessages:
+			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(chat.Message)) }
+		case APIResponses:
+			encode = func(v any) ([]byte, error) { return responsesItems(v.(chat.Message)), nil }
+		}
+		for _, m := range longest {
+			b, err := encode(m)
+			if err != nil {
+				return nil, fmt.Errorf("bench: session %s: %w", sess.ID, err)
+			}
+			sp.messages = append(sp.messages, b)
+			sp.keys = append(sp.keys, messageKey(m))
+			f := Forwarded{Role: m.Role, Text: messageText(m), Key: messageKey(m), Bytes: len(b)}
+			sp.known[string(b)] = f
+			if api == APIResponses {
+				items := gjson.Parse("[" + string(b) + "]").Array()
+				sp.items[items[0].Raw] = knownItems{raw: string(b), n: len(items), f: f}
+			}
+		}
+		p.sched[sc] = sp
+	}
+	return p, nil
+}
+
+// marshal encodes as a JavaScript harness does: no HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// writeString writes s as a JSON string, as marshal encodes it.
+func writeString(b *bytes.Buffer, s string) {
+	v, _ := marshal(s) // a string always encodes
+	b.Write(v)
+}
+
+// bodyParts are what a schedule's calls send, built as the history grows:
+// the body of call k is head (up to and including its last message) and
+// tail, the same for every call. Appending never changes bytes an earlier
+// call sent.
+type bodyParts struct {
+	head, tail []byte
+	n          int // messages in head
+}
+
+func newBodyParts(model, api string) *bodyParts {
+	b := &bodyParts{}
+	b.head = append(b.head, `{"model":`...)
+	b.head = strconv.AppendQuote(b.head, model)
+	if api == APIResponses {
+		// Codex's and OpenCode's Responses shape: the history as input
+		// items, flat function tools.
+		b.head = append(b.head, `,"max_output_tokens":32000,"input":[`...)
+		b.tail = append(b.tail, `],"tools":`...)
+		b.tail = append(b.tail, responsesTools(opencodeTools)...)
+		b.tail = append(b.tail, `,"tool_choice":"auto","stream":true}`...)
+		return b
+	}
+	b.head = append(b.head, `,"max_tokens":32000,"messages":[`...)
+	b.tail = append(b.tail, `],"tools":`...)
+	if api == APIMessages {
+		b.tail = append(b.tail, anthropicTools(opencodeTools)...)
+		b.tail = append(b.tail, `,"stream":true}`...)
+		return b
+	}
+	b.tail = append(b.tail, opencodeTools...)
+	b.tail = append(b.tail, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
+	return b
+}
+
+// body returns call k's request, shaped like OpenCode's, as its two parts.
+func (b *bodyParts) body(sp *schedulePlan, k int) [2][]byte {
+	for n := len(sp.calls[k].Messages); b.n < n; b.n++ {
+		if b.n > 0 {
+			b.head = append(b.head, ',')
+		}
+		b.head = append(b.head, sp.messages[b.n]...)
+	}
+	return [2][]byte{b.head, b.tail}
+}
+
+// history returns call k's history with its ground truth.
+func (p *plan) history(sp *schedulePlan, k int) *History {
+	n := len(sp.calls[k].Messages)
+	h := &History{Messages: sp.calls[k].Messages, Owner: sp.owner[:n], Checkout: p.checks, Requests: map[string][]string{}, keys: sp.keys[:n]}
+	for i := range n {
+		if sp.request[i] {
+			h.Requests[sp.owner[i]] = append(h.Requests[sp.owner[i]], h.Messages[i].Content)
+		}
+	}
+	return h
+}
+
+// callObs is what one replayed call showed.
+type callObs struct {
+	truth         string
+	focus         bool
+	postSwitch    bool // a focus call after another task's turn (S_switch)
+	sent, fwd     int  // body bytes
+	recall        float64
+	contamination float64
+	task          string // X-RCM-Task; "" when no decision
+	confidence    float64
+	fallback      string
+	prefix        float64 // vs the previous call; NaN for the first
+	overhead      float64 // ms; NaN when not measured
+	cost          CallCost
+	classifier    Classifier // X-RCM-Router-Calls
+}
+
+// endObs is what the end of an S_switch replay showed: the compaction
+// call, and the focus task's record after each of its turns (rcm mode).
+type endObs struct {
+	coverage, sections float64   // NaN when no compaction call was made
+	recordBytes        []float64 // rendered bytes of the focus record per focus turn
+}
+
+// ClassifierRule is the scripted upstream's answer to the router's model
+// classifier (proxy.Config.RouterModel pointed at it): an abstention, task
+// t1 at confidence 0. The classifier is asked only about calls the cheap
+// signals leave below the threshold, so they stay fallbacks: a replay with
+// it measures the classifier's cost, not what a real model would decide.
+var ClassifierRule = scripted.Rule{
+	When:  scripted.Match{System: "You route the requests of a coding agent's session to tasks"},
+	Reply: scripted.Reply{Text: `{"task": "t1", "confidence": 0}`},
+}
+
+// unit replays both schedules of one session in one mode and threshold.
+func (r *runner) unit(ctx context.Context, u unit) (*SessionResult, error) {
+	// The classifier's calls carry no session: forget them as units end.
+	defer r.opts.Upstream.Take("")
+	p := r.plans[u.session]
+	obs := map[benchspec.Schedule][]callObs{}
+	var end *endObs
+	for _, sc := range []benchspec.Schedule{benchspec.ScheduleBase, benchspec.ScheduleSwitch} {
+		o, e, err := r.schedule(ctx, p, sc, u)
+		if err != nil {
+			return nil, err
+		}
+		obs[sc], end = o, e
+	}
+	res := sessionResult(p.sess, u.mode, u.threshold, obs[benchspec.ScheduleBase], obs[benchspec.ScheduleSwitch], end)
+	res.CostBase, res.CostSwitch = scheduleCost(obs[benchspec.ScheduleBase], r.opts.CachePrice), scheduleCost(obs[benchspec.ScheduleSwitch], r.opts.CachePrice)
+	return res, nil
+}
+
+// schedule replays one schedule; for S_switch it ends with the harness's
+// compaction call, and in rcm mode it reads the focus task's record after
+// each focus turn.
+func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u unit) ([]callObs, *endObs, error) {
+	sp := p.sched[sc]
+	th := "native"
+	if u.threshold >= 0 {
+		th = strconv.FormatFloat(u.threshold, 'f', -1, 64)
+	}
+	sid := fmt.Sprintf("bench-%s-%s-%s-%s-%s", r.nonce, p.sess.ID, sc, u.mode, th)
+	fail := func(k int, err error) error {
+		return fmt.Errorf("bench: session %s, %s, mode %s, threshold %s, call %d: %w", p.sess.ID, sc, u.mode, th, k, err)
+	}
+	defer r.opts.Upstream.Take(sid)
+	out := make([]callObs, 0, len(sp.calls))
+	end := &endObs{coverage: nan(), sections: nan()}
+	var sizes []map[string]int // per focus turn: the records' sizes (rcm, S_switch)
+	session := sid             // the proxy's session id (X-RCM-Session)
+	var prev []byte
+	var contexts [][]byte // what each call forwarded, as a provider caches it
+	switched := false     // another task's turn came before this call
+	parts := newBodyParts(r.opts.Model, r.opts.API)
+	for k, c := range sp.calls {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		body := parts.body(sp, k)
+		r.opts.Upstream.Enqueue(sid, reply(c.Response))
+		start := time.Now()
+		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])
+		rtt := time.Since(start)
+		if err != nil {
+			return nil, nil, fail(k, err)
+		}
+		got := r.opts.Upstream.Take(sid)
+		if len(got) != 1 {
+			return nil, nil, fail(k, fmt.Errorf("the upstream received %d requests, want 1", len(got)))
+		}
+		if s := resp.Get("X-RCM-Session"); s != "" {
+			session = s
+		}
+		fwd := got[0].Body
+		o := callObs{
+			truth: c.Task, focus: c.Task == p.sess.Focus, sent: len(body[0]) + len(body[1]), fwd: len(fwd),
+			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
+			prefix: nan(), overhead: nan(),
+		}
+		o.classifier = parseClassifier(resp.Get("X-RCM-Router-Calls"))
+		o.postSwitch = o.focus && switched
+		switched = switched || !o.focus
+		if o.task != "" {
+			o.confidence, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
+		}
+		msgs := gjson.GetBytes(fwd, r.opts.member())
+		raw := fwd // what prefix stability compares: the messages array, or the whole body without one
+		if msgs.IsArray() && msgs.Index > 0 {
+			raw = fwd[msgs.Index : msgs.Index+len(msgs.Raw)]
+			contexts = append(contexts, callContext(fwd, msgs.Index, len(msgs.Raw)))
+		} else {
+			contexts = append(contexts, fwd)
+		}
+		if prev != nil {
+			o.prefix = prefixStability(prev, raw)
+		}
+		prev = raw
+		if o.focus {
+			h := p.history(sp, k)
+			f := parseMessages(msgs, sp.known)
+			if r.opts.API == APIResponses {
+				f = parseItems(msgs, sp.items)
+			}
+			o.recall = recallOf(h.Requests[p.sess.Focus], f)
+			o.contamination = contaminationOf(f, h.Attribute(f), p.sess.Focus)
+		}
+		if r.opts.Direct != "" && k%overheadSample == 0 {
+			d, err := r.direct(ctx, sid+"-direct", c.Response, fwd)
+			if err != nil {
+				return nil, nil, fail(k, fmt.Errorf("direct call: %w", err))
+			}
+			o.overhead = float64(rtt-d) / float64(time.Millisecond)
+		}
+		if r.opts.Render != nil && u.mode == benchspec.ModeRCM && sc == benchspec.ScheduleSwitch && o.focus && (k+1 == len(sp.calls) || sp.calls[k+1].Step != c.Step) {
+			s, err := r.recordSizes(ctx, session, k+1)
+			if err != nil {
+				return nil, nil, fail(k, err)
+			}
+			sizes = append(sizes, s)
+		}
+		out = append(out, o)
+		r.track.Add(1, 0)
+	}
+	for i, c := range cacheCosts(contexts) {
+		out[i].cost = c
+	}
+	if sc != benchspec.ScheduleSwitch {
+		return out, end, nil
+	}
+	// The proxy's id of each true task, as routing accuracy maps them.
+	got, truth := make([]string, len(out)), make([]string, len(out))
+	for i, o := range out {
+		got[i], truth[i] = o.task, o.truth
+	}
+	ids := map[string]string{}
+	for g, t := range mapTasks(got, truth) {
+		ids[t] = g
+	}
+	if id := ids[p.sess.Focus]; id != "" {
+		for _, s := range sizes {
+			end.recordBytes = append(end.recordBytes, float64(s[id]))
+		}
+	}
+	if err := r.compaction(ctx, p, sp, sid, u, ids, end); err != nil {
+		return nil, nil, fail(len(sp.calls), fmt.Errorf("compaction call: %w", err))
+	}
+	return out, end, nil
+}
+
+// compaction sends the harness's compaction call at the end of a schedule,
+// as OpenCode builds it from the session's history, lets the scripted model
+// answer with one "## Task <id>" section per task (ids: the proxy's), and
+// measures what the upstream received: the share of unfinished tasks whose
+// every request it holds, and whether it asks for per-task sections.
+func (r *runner) compaction(ctx context.Context, p *plan, sp *schedulePlan, sid string, u unit, ids map[string]string, end *endObs) error {
+	last := len(sp.calls) - 1
+	c := sp.calls[last]
+	body := CompactionBody(r.opts.Model, append(c.Messages[:len(c.Messages):len(c.Messages)], c.Response), r.opts.CompactionTail)
+	var err error
+	switch r.opts.API {
+	case APIMessages:
+		body, err = anthropicBody(body)
+	case APIResponses:
+		body, err = responsesBody(body)
+	}
+	if err != nil {
+		return err
+	}
+	reqs := p.history(sp, last).Requests
+	open := map[string]bool{}
+	for _, t := range sp.unfinished {
+		open[t] = true
+	}
+	r.opts.Upstream.Enqueue(sid, scripted.Reply{Text: compactionSummary(sp.tasks, ids, reqs, open)})
+	if _, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body); err != nil {
+		return err
+	}
+	got := r.opts.Upstream.Take(sid)
+	if len(got) != 1 {
+		return fmt.Errorf("the upstream received %d requests, want 1", len(got))
+	}
+	fwd := parseForwarded(got[0].Body)
+	end.coverage = compactionCoverage(fwd, reqs, sp.unfinished)
+	end.sections = 0
+	if compactionSections(joinTexts(parseForwarded(body)), joinTexts(fwd)) {
+		end.sections = 1
+	}
+	return nil
+}
+
+// joinTexts is the text of every message, one after another.
+func joinTexts(fs []Forwarded) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// overheadSample: the proxy's overhead is measured on one call in this many
+// (a direct call doubles the upstream's work); percentiles need no more.
+const overheadSample = 4
+
+// direct sends the forwarded body straight to the upstream and returns the
+// round trip: the same work without the proxy.
+func (r *runner) direct(ctx context.Context, sid string, m chat.Message, body []byte) (time.Duration, error) {
+	r.opts.Upstream.Enqueue(sid, reply(m))
+	defer r.opts.Upstream.Take(sid)
+	start := time.Now()
+	_, err := r.post(ctx, r.opts.Direct+strings.TrimPrefix(r.opts.path(), "/v1"), sid, http.Header{}, body)
+	return time.Since(start), err
+}
+
+// post sends one call as OpenCode would, its body the concatenation of
+// parts, and reads the stream to its end.
+func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, parts ...[]byte) (http.Header, error) {
+	readers := make([]io.Reader, len(parts))
+	size := 0
+	for i, p := range parts {
+		readers[i] = bytes.NewReader(p)
+		size += len(p)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, io.MultiReader(readers...))
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = int64(size)
+	req.Header = hdr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer rcm-bench")
+	req.Header.Set("User-Agent", "rcm-bench (opencode/1.18.33 shape)")
+	req.Header.Set("x-session-id", sid)
+	resp, err := r.opts.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if err := readStream(resp.Body); err != nil {
+		return nil, err
+	}
+	return resp.Header, nil
+}
+
+// readStream reads an SSE body to its end and checks it finished with
+// "data: [DONE]" (chat) or Anthropic's message_stop event.
+func readStream(body io.Reader) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	done := false
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if bytes.Equal(line, []byte("data: [DONE]")) || bytes.Equal(line, []byte("event: message_stop")) || bytes.Equal(line, []byte("event: response.completed")) {
+			done = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the stream: %w", err)
+	}
+	if !done {
+		return errors.New("stream ended without data: [DONE], message_stop or response.completed")
+	}
+	return nil
+}
+
+// reply is the scripted answer that replays a recorded assistant message.
+func reply(m chat.Message) scripted.Reply {
+	r := scripted.Reply{Text: m.Content}
+	for _, c := range m.ToolCalls {
+		r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return r
+}
+
+func nan() float64 { return math.NaN() }

@@ -1,0 +1,14 @@
+// Package trajectory converts what agents recorded into what OpenCode would
+// send: OpenAI chat messages (internal/chat) with native tool calls and
+// role "tool" results. It reads mini-swe-agent trajectories (ReadMiniSWE),
+// OpenHands function-calling runs (ReadOpenHands) and Claude Code sessions
+// (ReadClaudeCode), and checks a history's tool calls (ValidateMessages).
+//
+// Importers never panic on outside input: unusable records come back as
+// Skip values and the import goes on.
+//
+// Caveats: the mini-swe-agent conversion drops assistant messages that broke
+// that agent's one-bash-block format (and the error reply they drew), since
+// native tool calling has no such exchange. A run cut short gets a
+// "(no result recorded)" result for each unanswered call.
+package trajectory

@@ -76,7 +76,14 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.busy[sid]++
 	m.mu.Unlock()
 	mw := &meterWriter{ResponseWriter: w}
+	// Counted even when the proxy aborts the answer (it panics with
+	// http.ErrAbortHandler when the client has gone, say).
+	defer m.count(sid, r, mw)
 	m.next.ServeHTTP(mw, r)
+}
+
+// count adds one call of session sid, answered as mw saw it, and ends it.
+func (m *Meter) count(sid string, r *http.Request, mw *meterWriter) {
 	u := Usage{Calls: 1}
 	if mw.status != 0 && mw.status != http.StatusOK {
 		u.Errors = 1

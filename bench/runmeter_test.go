@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,29 @@ func TestMeterUsageWaits(t *testing.T) {
 	done()
 	if u := <-got; u.Calls != 1 || u.PromptTokens != 9 {
 		t.Errorf("usage %+v, want the call counted", u)
+	}
+}
+
+// TestMeterAborted: a call the proxy aborts (http.ErrAbortHandler) after
+// the answer's usage is counted, and Usage does not wait for it forever.
+func TestMeterAborted(t *testing.T) {
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	m := NewMeter(proxy)
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/responses", strings.NewReader("{}"))
+	req.Header.Set("Session-Id", "th_1")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if u := m.Usage("th_1"); u.Calls != 1 || u.PromptTokens != 9 {
+		t.Errorf("usage %+v, want the aborted call counted", u)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,14 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	runbench "github.com/rcm-dev/rcm/bench"
 	"github.com/rcm-dev/rcm/internal/client/codex"
 	"github.com/tidwall/gjson"
 )
@@ -163,71 +160,21 @@ func TestBenchRunCodex(t *testing.T) {
 	_, err := codex.Install(ctx, "")
 	needInstall(t, "Codex "+codex.Version, "RCM_REQUIRE_CODEX", err, errors.Is(err, codex.ErrNoNPM) || errors.Is(err, codex.ErrUnreachable))
 	shareGoCache(t)
-	repos := fixtureRepos(t)
 	up := &codexFixture{threads: map[string]map[string]bool{}, bodies: map[string][][]byte{}}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	args := []string{"--harness", "codex", "--spec", filepath.Join(fixture, "spec.json"), "--upstream", srv.URL + "/v1", "--model", "fixture-model",
-		"--repos", repos, "--out", out, "--budget", "120s", "--continuations", "1", "--concurrency", "2", "--context", "200000"}
-	start := time.Now()
-	if err := benchRun(args, &stdout, &stderr); err != nil {
-		t.Fatalf("bench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	t.Logf("bench run in %v: %s", time.Since(start).Round(time.Millisecond), stdout.String())
-	defer func() {
-		if t.Failed() {
-			t.Logf("stderr:\n%s", stderr.String())
-		}
-	}()
-	runs, err := runbench.ReadRuns(filepath.Join(out, runbench.RunsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(runs) != 6 {
-		t.Fatalf("%d runs, want 6 (2 conditions x 3 modes)", len(runs))
-	}
+	runs := harnessRuns(t, "codex", srv.URL+"/v1")
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	for _, r := range runs {
-		if r.Harness != "codex" || !r.Resolved || !r.Applied || r.FailToPass != (runbench.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
-			t.Errorf("run %s (%s): %+v, want resolved with every listed test passing", r.Key, r.Harness, r.Score)
-		}
-		if r.Requests != 2 || r.Answered != 2 || r.TurnErrors != 0 || r.Timeouts != 0 {
-			t.Errorf("run %s: %d of %d requests answered (%d errors, %d timeouts), want 2 of 2", r.Key, r.Answered, r.Requests, r.TurnErrors, r.Timeouts)
-		}
-		// One thread per schedule: the meter counted every call of the
-		// run under the agent's id, and every call with that id came
-		// from one Codex thread (exec resume kept it).
-		if r.Calls < 5 || r.UsageCalls != r.Calls || r.PromptTokens <= 0 || r.Calls != len(up.bodies[r.HarnessS]) {
-			t.Errorf("run %s: accounting %+v, %d calls upstream, want every call counted with usage", r.Key, r.Usage, len(up.bodies[r.HarnessS]))
+		// Every call under the agent's id reached the model from one
+		// Codex thread (exec resume kept it), and the meter counted them
+		// all, the last one included (Codex exits on its last event).
+		if r.Calls != len(up.bodies[r.HarnessS]) {
+			t.Errorf("run %s: %d calls counted, %d reached the model", r.Key, r.Calls, len(up.bodies[r.HarnessS]))
 		}
 		if len(up.threads[r.HarnessS]) != 1 || up.threads[r.HarnessS][""] {
 			t.Errorf("run %s: Codex threads %v, want one", r.Key, up.threads[r.HarnessS])
-		}
-		patch, err := os.ReadFile(filepath.Join(out, "patches", strings.NewReplacer("|", "_", "/", "_").Replace(r.Key)+".diff"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(patch, []byte("+\treturn a + b")) || bytes.Contains(patch, []byte("ToUpper")) || bytes.Contains(patch, []byte("CHANGELOG")) {
-			t.Errorf("run %s: focus patch:\n%s", r.Key, patch)
-		}
-		if r.Condition == runbench.ConditionSwitch {
-			if len(r.Distractors) != 4 || r.Calls <= 5 {
-				t.Errorf("run %s: %d distractors, %d calls", r.Key, len(r.Distractors), r.Calls)
-			}
-			for _, d := range r.Distractors {
-				if d.Requests != 1 || d.Answered != 1 || !d.Changed {
-					t.Errorf("run %s: distractor %+v, want its request answered and its checkout changed", r.Key, d)
-				}
-			}
-			// What the model saw at the focus task's submit: its own
-			// earlier turn always; the distractors' work in native only.
-			last := string(up.bodies[r.HarnessS][len(up.bodies[r.HarnessS])-1])
-			own, other := strings.Contains(last, "return a + b"), strings.Contains(last, "strings.ToUpper")
-			rec := strings.Contains(last, `<rcm-task-state task=\"calc-add\"`)
-			t.Logf("run %s: %d calls; last call holds its own edit %v, a distractor's %v, calc-add's record %v", r.Key, r.Calls, own, other, rec)
 		}
 	}
 	delete(up.threads, "") // GET /v1/models of the upstream check

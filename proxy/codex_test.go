@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,19 +19,28 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rcm-dev/rcm/internal/client/codex"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// codexVersion is the Codex CLI release of the captures in testdata/codex.
-const codexVersion = "0.171.0"
-
-// codexBin returns the codex binary of codexVersion (npm @openai/codex),
-// installed into ~/.cache/rcm when absent; RCM_REQUIRE_CODEX=1 under CI
-// makes a failed install a failure rather than a skip.
+// codexBin returns the codex binary of codex.Version (the release of the
+// captures in testdata/codex), installed into ~/.cache/rcm when absent;
+// RCM_REQUIRE_CODEX=1 under CI makes a failed install a failure rather
+// than a skip.
 func codexBin(ctx context.Context, t *testing.T) string {
-	return npmTool(ctx, t, "codex-"+codexVersion, "@openai/codex", codexVersion, "codex", "RCM_REQUIRE_CODEX")
+	bin, err := codex.Install(ctx, "")
+	switch {
+	case err == nil:
+		return bin
+	case !errors.Is(err, codex.ErrNoNPM) && !errors.Is(err, codex.ErrUnreachable):
+		t.Fatal(err)
+	case os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_CODEX") == "1":
+		t.Fatalf("Codex %s is required here (CI, RCM_REQUIRE_CODEX=1) but cannot be installed: %v", codex.Version, err)
+	}
+	t.Skipf("skipping: Codex %s cannot be installed from npm here: %v (CI=true RCM_REQUIRE_CODEX=1 makes this a failure)", codex.Version, err)
+	return ""
 }
 
 // codexModel is a scripted Responses API for Codex (and OpenCode's OpenAI
@@ -256,31 +266,8 @@ func (t *codexTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // provider points at base (rcm), and a git checkout with two task folders.
 func codexEnv(t *testing.T, base string, ws bool) (env []string, dir string) {
 	home := t.TempDir()
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`model_provider = "rcm"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[model_providers.rcm]
-name = "rcm"
-base_url = %q
-env_key = "RCM_TEST_KEY"
-wire_api = "responses"
-supports_websockets = %v
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-`, base, ws)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+	env, err := codex.Env(home, codex.Config{BaseURL: base, WebSocket: ws}, "sk-client")
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir = filepath.Join(home, "project")
@@ -293,14 +280,7 @@ enabled = false
 	if out, err := git.CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "HOME" || name == "CODEX_HOME" || strings.HasPrefix(name, "OPENAI_") || name == "CODEX_API_KEY" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+home, "CODEX_HOME="+codexHome, "RCM_TEST_KEY=sk-client"), dir
+	return env, dir
 }
 
 // codexRun runs `codex exec ARGS` in dir and fails the test unless Codex

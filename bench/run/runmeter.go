@@ -23,13 +23,17 @@ type Meter struct {
 	next http.Handler
 
 	mu         sync.Mutex
+	idle       *sync.Cond // signalled when a call ends; L is &mu
 	sessions   map[string]Usage
 	thresholds map[string]string // X-RCM-Threshold as last sent, per session
+	busy       map[string]int    // calls under way, per session
 }
 
 // NewMeter returns a Meter in front of next.
 func NewMeter(next http.Handler) *Meter {
-	return &Meter{next: next, sessions: map[string]Usage{}, thresholds: map[string]string{}}
+	m := &Meter{next: next, sessions: map[string]Usage{}, thresholds: map[string]string{}, busy: map[string]int{}}
+	m.idle = sync.NewCond(&m.mu)
+	return m
 }
 
 // Threshold returns the X-RCM-Threshold header of session's last call, so
@@ -40,10 +44,17 @@ func (m *Meter) Threshold(session string) string {
 	return m.thresholds[session]
 }
 
-// Usage returns what session's calls have used so far.
+// Usage returns what session's calls have used so far, once its calls
+// under way have ended: a client may end its turn (Codex exits) as soon as
+// it has read an answer's last event, before the proxy's handler returns
+// and the call is counted. A call ends at the latest when its client goes
+// away, which cancels it in the proxy.
 func (m *Meter) Usage(session string) Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for m.busy[session] > 0 {
+		m.idle.Wait()
+	}
 	return m.sessions[session]
 }
 
@@ -61,8 +72,18 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r)
 		return
 	}
+	m.mu.Lock()
+	m.busy[sid]++
+	m.mu.Unlock()
 	mw := &meterWriter{ResponseWriter: w}
+	// Counted even when the proxy aborts the answer (it panics with
+	// http.ErrAbortHandler when the client has gone, say).
+	defer m.count(sid, r, mw)
 	m.next.ServeHTTP(mw, r)
+}
+
+// count adds one call of session sid, answered as mw saw it, and ends it.
+func (m *Meter) count(sid string, r *http.Request, mw *meterWriter) {
 	u := Usage{Calls: 1}
 	if mw.status != 0 && mw.status != http.StatusOK {
 		u.Errors = 1
@@ -76,6 +97,10 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.sessions[sid] = m.sessions[sid].Add(u)
 	m.thresholds[sid] = r.Header.Get("X-RCM-Threshold")
+	if m.busy[sid]--; m.busy[sid] == 0 {
+		delete(m.busy, sid)
+	}
+	m.idle.Broadcast()
 	m.mu.Unlock()
 }
 

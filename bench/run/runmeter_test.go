@@ -1,11 +1,15 @@
 package run
 
 import (
+	"bufio"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -126,5 +130,68 @@ func TestUpstreamUsage(t *testing.T) {
 		if !u.seen || u.prompt != c.prompt || u.cached != c.cached || u.completion != c.completion {
 			t.Errorf("%s: %+v, want %d %d %d", c.name, u, c.prompt, c.cached, c.completion)
 		}
+	}
+}
+
+// TestMeterUsageWaits: a client may end its turn once it has read an
+// answer's last event, before the proxy's handler has returned; Usage
+// waits for that call and counts it.
+func TestMeterUsageWaits(t *testing.T) {
+	release := make(chan struct{})
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		<-release // the proxy's work after the answer
+	})
+	m := NewMeter(proxy)
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	done := sync.OnceFunc(func() { close(release) })
+	defer done() // before srv.Close, which waits for the handler
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/responses", strings.NewReader("{}"))
+	req.Header.Set("Session-Id", "th_1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "response.completed") {
+		t.Fatalf("read %q: %v", line, err)
+	}
+	got := make(chan Usage)
+	go func() { got <- m.Usage("th_1") }()
+	select {
+	case u := <-got:
+		t.Fatalf("Usage returned %+v while the call was under way", u)
+	case <-time.After(200 * time.Millisecond):
+	}
+	done()
+	if u := <-got; u.Calls != 1 || u.PromptTokens != 9 {
+		t.Errorf("usage %+v, want the call counted", u)
+	}
+}
+
+// TestMeterAborted: a call the proxy aborts (http.ErrAbortHandler) after
+// the answer's usage is counted, and Usage does not wait for it forever.
+func TestMeterAborted(t *testing.T) {
+	proxy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	m := NewMeter(proxy)
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcm/v1/responses", strings.NewReader("{}"))
+	req.Header.Set("Session-Id", "th_1")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if u := m.Usage("th_1"); u.Calls != 1 || u.PromptTokens != 9 {
+		t.Errorf("usage %+v, want the aborted call counted", u)
 	}
 }

@@ -17,12 +17,14 @@ import (
 	"time"
 
 	claudeharness "github.com/rcm-dev/rcm/bench/harness/claudecode"
+	codexharness "github.com/rcm-dev/rcm/bench/harness/codex"
 	opencodeharness "github.com/rcm-dev/rcm/bench/harness/opencode"
 	"github.com/rcm-dev/rcm/bench/progress"
 	"github.com/rcm-dev/rcm/bench/report"
 	"github.com/rcm-dev/rcm/bench/run"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/client/codex"
 	"github.com/rcm-dev/rcm/internal/client/opencode"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/proxy"
@@ -33,7 +35,7 @@ type runConfig struct {
 	spec, modes, thresholds, conditions, sessions string
 	repeats, continuations, concurrency, context  int64
 	out, upstream, key, model, repos, harness     string
-	opencodeBin, claudeBin, db, keep              string
+	opencodeBin, claudeBin, codexBin, db, keep    string
 	budget, verifyTimeout                         time.Duration
 }
 
@@ -50,13 +52,14 @@ func runOptions(c *runConfig) []option {
 		{flag: "conditions", env: "RCM_BENCH_CONDITIONS", help: "comma-separated schedules: base, switch (default both)", set: stringOpt(&c.conditions)},
 		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "comma-separated session ids to run (default all)", set: stringOpt(&c.sessions)},
 		{flag: "repeats", env: "RCM_BENCH_REPEATS", help: "runs of each session, condition and arm (default 1)", set: intOpt(&c.repeats)},
-		{flag: "harness", env: "RCM_BENCH_HARNESS", help: "the agent to drive: opencode (default) or claude-code", set: stringOpt(&c.harness)},
+		{flag: "harness", env: "RCM_BENCH_HARNESS", help: "the agent to drive: opencode (default), claude-code or codex", set: stringOpt(&c.harness)},
 		{flag: "opencode-bin", env: "RCM_OPENCODE_BIN", help: "an opencode binary to use instead of installing OpenCode " + opencode.Version + " from npm", set: stringOpt(&c.opencodeBin)},
 		{flag: "claude-bin", env: "RCM_CLAUDE_BIN", help: "a claude binary to use instead of installing Claude Code " + claudecode.Version + " from npm", set: stringOpt(&c.claudeBin)},
+		{flag: "codex-bin", env: "RCM_CODEX_BIN", help: "a codex binary to use instead of installing Codex " + codex.Version + " from npm", set: stringOpt(&c.codexBin)},
 		{flag: "budget", env: "RCM_BENCH_BUDGET", help: "time per request before a continuation (default 900s)", set: durationOpt(&c.budget)},
 		{flag: "continuations", env: "RCM_BENCH_CONTINUATIONS", help: "continuations after a request's budget runs out (default 3; 0 none)", set: intOpt(&c.continuations)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "runs at once (default 1)", set: intOpt(&c.concurrency)},
-		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000; for claude-code its --autocompact, Claude Code's own default when unset)", set: intOpt(&c.context)},
+		{flag: "context", env: "RCM_BENCH_CONTEXT", help: "the model's context window in tokens, as the harness budgets (default 128000; for claude-code its --autocompact, for codex its model_context_window, the client's own default when unset)", set: intOpt(&c.context)},
 		{flag: "verify-timeout", env: "RCM_BENCH_VERIFY_TIMEOUT", help: "time limit of a test command (default 30m)", set: durationOpt(&c.verifyTimeout)},
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default OUT/rcm.db)", set: stringOpt(&c.db)},
 		{flag: "keep", env: "RCM_BENCH_KEEP", help: "keep each run's checkouts under OUT/work: true or false (default false)", set: stringOpt(&c.keep)},
@@ -65,7 +68,7 @@ func runOptions(c *runConfig) []option {
 
 const runIntro = `Usage: rcm bench run --spec FILE --upstream URL --model ID --repos DIR [flags]
 
-Drives a real harness (OpenCode through 'opencode serve', or Claude Code through 'claude -p') through each session's S_base and S_switch
+Drives a real harness (OpenCode through 'opencode serve', Claude Code through 'claude -p', or Codex through 'codex exec') through each session's S_base and S_switch
 schedules in each mode, through an in-process rcm proxy pointed at --upstream, scores the focus
 task's final patch with its tests, and appends one line per run to OUT/runs.jsonl (a rerun resumes).
 The API key comes from RCM_UPSTREAM_KEY. Every flag has an environment twin.`
@@ -86,8 +89,8 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("bench run: missing %s\n\n%s", strings.Join(missing, ", "), runIntro)
 	}
-	if c.harness != "opencode" && c.harness != "claude-code" {
-		return fmt.Errorf("bench run: --harness %q: want opencode or claude-code", c.harness)
+	if c.harness != "opencode" && c.harness != "claude-code" && c.harness != "codex" {
+		return fmt.Errorf("bench run: --harness %q: want opencode, claude-code or codex", c.harness)
 	}
 	keep, err := strconv.ParseBool(c.keep)
 	if err != nil {
@@ -131,10 +134,18 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	if claude {
 		bin, binFlag = c.claudeBin, "--claude-bin"
 	}
+	if c.harness == "codex" {
+		bin, binFlag = c.codexBin, "--codex-bin"
+	}
 	switch {
 	case bin == "" && claude:
 		fmt.Fprintf(stderr, "installing Claude Code %s from npm (cached after the first time)\n", claudecode.Version)
 		if bin, err = claudecode.Install(ctx, ""); err != nil {
+			return fmt.Errorf("the harness cannot be installed: %w", err)
+		}
+	case bin == "" && c.harness == "codex":
+		fmt.Fprintf(stderr, "installing Codex %s from npm (cached after the first time)\n", codex.Version)
+		if bin, err = codex.Install(ctx, ""); err != nil {
 			return fmt.Errorf("the harness cannot be installed: %w", err)
 		}
 	case bin == "":
@@ -180,9 +191,12 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 	opts.Proxy, opts.Meter, opts.Repos = proxyURL, meter, repos
 
 	harnessDir := filepath.Join(out, "harness")
-	if claude {
+	switch c.harness {
+	case "claude-code":
 		opts.Harness = &claudeharness.Harness{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
-	} else {
+	case "codex":
+		opts.Harness = &codexharness.Harness{Bin: bin, Home: filepath.Join(harnessDir, "homes"), Proxy: opts.Proxy, Model: c.model, Key: c.key, Context: int(c.context)}
+	default:
 		oc, err := opencodeharness.New(ctx, opencodeharness.Options{
 			Bin: bin, Home: filepath.Join(harnessDir, "home"), Dir: harnessDir, Proxy: opts.Proxy,
 			Model: opencode.Model{ID: c.model, Context: int(c.context)}, Arms: opts.Arms(),

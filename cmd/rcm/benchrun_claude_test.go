@@ -170,24 +170,40 @@ func TestBenchRunClaudeCode(t *testing.T) {
 	_, err := claudecode.Install(ctx, "")
 	needInstall(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err, errors.Is(err, claudecode.ErrNoNPM) || errors.Is(err, claudecode.ErrUnreachable))
 	shareGoCache(t)
-	repos := fixtureRepos(t)
 	up := &claudeFixture{sessions: map[string]bool{}}
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
+	harnessRuns(t, "claude-code", srv.URL)
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	delete(up.sessions, "") // GET /v1/models of the upstream check
+	if len(up.sessions) != 6 {
+		t.Errorf("%d Claude Code sessions reached the model, want 6 (one per run)", len(up.sessions))
+	}
+}
+
+// harnessRuns runs `rcm bench run --harness harness` on the fixture against
+// upstream (a scripted model that solves it) and checks that every run was
+// resolved: both requests answered, every call counted with the
+// upstream's usage, the focus patch holding Add's fix and none of the
+// distractors' work, and each distractor's request answered and its
+// checkout changed. It returns the runs.
+func harnessRuns(t *testing.T, harness, upstream string) []run.Result {
+	t.Helper()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"--harness", "claude-code", "--spec", filepath.Join(fixture, "spec.json"), "--upstream", srv.URL, "--model", "fixture-model",
-		"--repos", repos, "--out", out, "--budget", "120s", "--continuations", "1", "--concurrency", "2", "--context", "200000"}
+	args := []string{"--harness", harness, "--spec", filepath.Join(fixture, "spec.json"), "--upstream", upstream, "--model", "fixture-model",
+		"--repos", fixtureRepos(t), "--out", out, "--budget", "120s", "--continuations", "1", "--concurrency", "2", "--context", "200000"}
 	start := time.Now()
 	if err := benchRun(args, &stdout, &stderr); err != nil {
 		t.Fatalf("bench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	t.Logf("bench run in %v: %s", time.Since(start).Round(time.Millisecond), stdout.String())
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stderr:\n%s", stderr.String())
 		}
-	}()
+	})
 	runs, err := run.ReadRuns(filepath.Join(out, run.RunsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -196,14 +212,14 @@ func TestBenchRunClaudeCode(t *testing.T) {
 		t.Fatalf("%d runs, want 6 (2 conditions x 3 modes)", len(runs))
 	}
 	for _, r := range runs {
-		if r.Harness != "claude-code" || !r.Resolved || !r.Applied || r.FailToPass != (run.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
+		if r.Harness != harness || !r.Resolved || !r.Applied || r.FailToPass != (run.TestTally{Passed: 2, Total: 2}) || r.PassToPass.Passed != 2 {
 			t.Errorf("run %s (%s): %+v, want resolved with every listed test passing", r.Key, r.Harness, r.Score)
 		}
 		if r.Requests != 2 || r.Answered != 2 || r.TurnErrors != 0 || r.Timeouts != 0 {
 			t.Errorf("run %s: %d of %d requests answered (%d errors, %d timeouts), want 2 of 2", r.Key, r.Answered, r.Requests, r.TurnErrors, r.Timeouts)
 		}
 		// One session per schedule: the meter counted every call of the
-		// run under the one id Claude Code was started with.
+		// run under the one id the harness was started with.
 		if r.Calls < 5 || r.UsageCalls != r.Calls || r.PromptTokens <= 0 {
 			t.Errorf("run %s: accounting %+v, want every call counted with usage", r.Key, r.Usage)
 		}
@@ -226,10 +242,5 @@ func TestBenchRunClaudeCode(t *testing.T) {
 			}
 		}
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	delete(up.sessions, "") // GET /v1/models of the upstream check
-	if len(up.sessions) != 6 {
-		t.Errorf("%d Claude Code sessions reached the model, want 6 (one per run)", len(up.sessions))
-	}
+	return runs
 }

@@ -96,6 +96,7 @@ func TestBenchRunSetupErrors(t *testing.T) {
 		{"unreachable upstream", []string{"--spec", spec, "--upstream", "http://127.0.0.1:9/v1", "--repos", repos}, "upstream http://127.0.0.1:9/v1 is unreachable"},
 		{"no harness binary", []string{"--spec", spec, "--upstream", up, "--repos", repos, "--opencode-bin", "/nonexistent/opencode"}, "--opencode-bin"},
 		{"unknown harness", []string{"--spec", spec, "--upstream", up, "--repos", repos, "--harness", "aider"}, `--harness "aider"`},
+		{"no codex binary", []string{"--spec", spec, "--upstream", up, "--repos", repos, "--harness", "codex", "--codex-bin", "/nonexistent/codex"}, "--codex-bin"},
 		{"no claude binary", []string{"--spec", spec, "--upstream", strings.TrimSuffix(up, "/v1"), "--repos", repos, "--harness", "claude-code", "--claude-bin", "/nonexistent/claude"}, "--claude-bin"},
 	}
 	for _, c := range cases {

@@ -1,0 +1,88 @@
+package npm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Errors that mean "the package cannot be installed here" rather than "the
+// install is broken": callers (tests) may skip on them.
+var (
+	ErrNoNPM       = errors.New("npm not found on PATH (install Node.js and npm)")
+	ErrUnreachable = errors.New("npm registry unreachable")
+)
+
+// CacheDir is where a client's pinned install goes by default:
+// os.UserCacheDir()/rcm/name (the real-client tests put theirs there too).
+func CacheDir(name string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory (set XDG_CACHE_HOME or HOME): %w", err)
+	}
+	return filepath.Join(base, "rcm", name), nil
+}
+
+// Install returns the binary bin (a path inside dir, such as
+// node_modules/.bin/codex) of pkg@version: the one in dir when it runs and
+// reports version, else one installed there now with `npm install`, with
+// the caller's environment (its registry and proxy settings). Errors wrap
+// ErrNoNPM when npm is missing and ErrUnreachable when it cannot reach its
+// registry or ctx ends first.
+func Install(ctx context.Context, dir, pkg, version, bin string) (string, error) {
+	bin = filepath.Join(dir, bin)
+	if reports(ctx, bin, version) == nil {
+		return bin, nil
+	}
+	npmBin, err := exec.LookPath("npm")
+	if err != nil {
+		return "", ErrNoNPM
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, npmBin, "install", "--prefix", dir,
+		"--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", pkg+"@"+version)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil || Unreachable(out.String()) {
+			err = ErrUnreachable
+		}
+		return "", fmt.Errorf("npm install %s@%s: %w: %s", pkg, version, err, head(out.String(), 600))
+	}
+	if err := reports(ctx, bin, version); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// reports checks that bin runs and that `bin --version` names version: npm
+// may leave a package's native part out (a platform it lacks, a skipped
+// postinstall step), and then the launcher fails or is a placeholder.
+func reports(ctx context.Context, bin, version string) error {
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return fmt.Errorf("%s does not run: %w", bin, err)
+	}
+	if !slices.Contains(strings.Fields(string(out)), version) {
+		return fmt.Errorf("%s reports version %q, want %s", bin, strings.TrimSpace(string(out)), version)
+	}
+	return nil
+}
+
+// head returns the first n bytes of s: npm says what went wrong first,
+// then where its log is.
+func head(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}

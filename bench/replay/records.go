@@ -13,8 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// recordWait bounds how long the replay waits for the proxy to store a
-// call's writes (it does so after the response, in the background).
+// recordWait bounds how long the replay waits for the proxy to store one
+// more of a session's calls (it writes after the response, in the
+// background; on a loaded machine its writer may lag well behind).
 const recordWait = 10 * time.Second
 
 // recordSizes asks the proxy's inspector (GET /rcm/sessions/{id}) for the
@@ -25,12 +26,20 @@ const recordWait = 10 * time.Second
 // calls events mean that those calls' updates, and no later one, are in.
 func (r *runner) recordSizes(ctx context.Context, session string, calls int) (map[string]int, error) {
 	u := r.opts.Proxy + "/rcm/sessions/" + url.PathEscape(session) + "?events=" + strconv.Itoa(calls)
-	deadline := time.Now().Add(recordWait)
-	pause := time.Millisecond
+	wait := r.recordWait
+	if wait == 0 {
+		wait = recordWait
+	}
+	deadline := time.Now().Add(wait)
+	pause, stored := time.Millisecond, 0
 	for {
 		v, err := r.inspect(ctx, u)
 		if err != nil {
 			return nil, err
+		}
+		if len(v.Events) > stored {
+			// The writer is moving: the bound is on a stall, not on the lag.
+			stored, deadline = len(v.Events), time.Now().Add(wait)
 		}
 		if len(v.Events) >= calls {
 			sizes := make(map[string]int, len(v.Records))
@@ -44,7 +53,7 @@ func (r *runner) recordSizes(ctx context.Context, session string, calls int) (ma
 			return sizes, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("inspector: %d of %d calls stored after %s", len(v.Events), calls, recordWait)
+			return nil, fmt.Errorf("inspector: %d of %d calls stored, none more in %s", len(v.Events), calls, wait)
 		}
 		select {
 		case <-ctx.Done():
@@ -73,6 +82,8 @@ func (r *runner) inspect(ctx context.Context, u string) (*sessionView, error) {
 	defer resp.Body.Close()
 	var v sessionView
 	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		// Not stored yet: the session's first write may still be queued.
 	case resp.StatusCode != http.StatusOK:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		err = fmt.Errorf("GET %s: status %d: %s", u, resp.StatusCode, msg)

@@ -257,6 +257,8 @@ type runner struct {
 	plans []*plan
 	nonce string
 	track *progress.Tracker
+	// recordWait, when set, replaces the package's recordWait (tests).
+	recordWait time.Duration
 
 	mu   sync.Mutex
 	left map[int]int // units not finished per session

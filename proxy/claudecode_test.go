@@ -18,18 +18,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
-// claudeVersion is the Claude Code release of the captures.
-const claudeVersion = "2.1.332"
-
-// claudeInstall returns the claude binary of claudeVersion, installing it
+// claudeInstall returns the claude binary of claudecode.Version (the
+// release of the captures), installing it
 // from npm into ~/.cache/rcm when absent. It skips when that cannot be
 // done, unless CI is set and RCM_REQUIRE_CLAUDE=1, where that fails.
 func claudeInstall(ctx context.Context, t *testing.T) string {
-	return npmTool(ctx, t, "claude-code-"+claudeVersion, "@anthropic-ai/claude-code", claudeVersion, "claude", "RCM_REQUIRE_CLAUDE")
+	bin, err := claudecode.Install(ctx, "")
+	npmtest.Need(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err)
+	return bin
 }
 
 // claudeUpstream is a scripted Anthropic Messages API: "RUN: cmd" in the

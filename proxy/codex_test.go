@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rcm-dev/rcm/internal/client/codex"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -31,16 +31,8 @@ import (
 // than a skip.
 func codexBin(ctx context.Context, t *testing.T) string {
 	bin, err := codex.Install(ctx, "")
-	switch {
-	case err == nil:
-		return bin
-	case !errors.Is(err, codex.ErrNoNPM) && !errors.Is(err, codex.ErrUnreachable):
-		t.Fatal(err)
-	case os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_CODEX") == "1":
-		t.Fatalf("Codex %s is required here (CI, RCM_REQUIRE_CODEX=1) but cannot be installed: %v", codex.Version, err)
-	}
-	t.Skipf("skipping: Codex %s cannot be installed from npm here: %v (CI=true RCM_REQUIRE_CODEX=1 makes this a failure)", codex.Version, err)
-	return ""
+	npmtest.Need(t, "Codex "+codex.Version, "RCM_REQUIRE_CODEX", err)
+	return bin
 }
 
 // codexModel is a scripted Responses API for Codex (and OpenCode's OpenAI

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/tidwall/gjson"
@@ -242,15 +242,7 @@ func ocInstall(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	start := time.Now()
 	bin, err := opencode.Install(ctx, "", opencode.Version)
-	switch {
-	case errors.Is(err, opencode.ErrNoNPM) || errors.Is(err, opencode.ErrUnreachable):
-		if os.Getenv("CI") != "" && os.Getenv("RCM_REQUIRE_OPENCODE") == "1" {
-			t.Fatalf("OpenCode %s is required here (CI, RCM_REQUIRE_OPENCODE=1) but cannot be installed: %v", opencode.Version, err)
-		}
-		t.Skipf("skipping: OpenCode %s cannot be installed from npm here: %v (CI=true RCM_REQUIRE_OPENCODE=1 makes this a failure)", opencode.Version, err)
-	case err != nil:
-		t.Fatal(err)
-	}
+	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
 	t.Logf("OpenCode %s at %s (%v)", opencode.Version, bin, time.Since(start).Round(time.Millisecond))
 	return bin
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rcm-dev/rcm/bench/run"
 	"github.com/rcm-dev/rcm/internal/client/claudecode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/tidwall/gjson"
 )
 
@@ -168,7 +168,7 @@ func TestBenchRunClaudeCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	_, err := claudecode.Install(ctx, "")
-	needInstall(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err, errors.Is(err, claudecode.ErrNoNPM) || errors.Is(err, claudecode.ErrUnreachable))
+	npmtest.Need(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err)
 	shareGoCache(t)
 	up := &claudeFixture{sessions: map[string]bool{}}
 	srv := httptest.NewServer(up)

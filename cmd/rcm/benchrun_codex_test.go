@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/internal/client/codex"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/tidwall/gjson"
 )
 
@@ -158,7 +158,7 @@ func TestBenchRunCodex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	_, err := codex.Install(ctx, "")
-	needInstall(t, "Codex "+codex.Version, "RCM_REQUIRE_CODEX", err, errors.Is(err, codex.ErrNoNPM) || errors.Is(err, codex.ErrUnreachable))
+	npmtest.Need(t, "Codex "+codex.Version, "RCM_REQUIRE_CODEX", err)
 	shareGoCache(t)
 	up := &codexFixture{threads: map[string]map[string]bool{}, bodies: map[string][][]byte{}}
 	srv := httptest.NewServer(up)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"github.com/rcm-dev/rcm/bench/report"
 	benchrun "github.com/rcm-dev/rcm/bench/run"
 	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
@@ -127,7 +127,7 @@ func TestBenchRunOpenCode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	_, err := opencode.Install(ctx, "", opencode.Version)
-	needInstall(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err, errors.Is(err, opencode.ErrNoNPM) || errors.Is(err, opencode.ErrUnreachable))
+	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
 	shareGoCache(t)
 	repos := fixtureRepos(t)
 	spec := filepath.Join(fixture, "spec.json")
@@ -234,20 +234,4 @@ func TestBenchRunOpenCode(t *testing.T) {
 			t.Errorf("breaking run scored %+v, want unresolved with TestSub failing", r.Score)
 		}
 	})
-}
-
-// needInstall ends a real-client test whose client could not be installed:
-// a skip when npm or its registry is missing (cannot is true), unless CI
-// is set and require=1, where that fails; a failure for any other error.
-func needInstall(t *testing.T, client, require string, err error, cannot bool) {
-	t.Helper()
-	switch {
-	case err == nil:
-	case cannot && (os.Getenv("CI") == "" || os.Getenv(require) != "1"):
-		t.Skipf("skipping: %s cannot be installed from npm here: %v (CI=true %s=1 makes this a failure)", client, err, require)
-	case cannot:
-		t.Fatalf("%s is required here (CI, %s=1) but cannot be installed: %v", client, require, err)
-	default:
-		t.Fatal(err)
-	}
 }

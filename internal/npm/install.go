@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // Errors that mean "the package cannot be installed here" rather than "the
@@ -55,7 +57,7 @@ func Install(ctx context.Context, dir, pkg, version, bin string) (string, error)
 		if ctx.Err() != nil || Unreachable(out.String()) {
 			err = ErrUnreachable
 		}
-		return "", fmt.Errorf("npm install %s@%s: %w: %s", pkg, version, err, head(out.String(), 600))
+		return "", fmt.Errorf("npm install %s@%s: %w: %s", pkg, version, err, proc.Head(out.String()))
 	}
 	if err := reports(ctx, bin, version); err != nil {
 		return "", err
@@ -75,14 +77,4 @@ func reports(ctx context.Context, bin, version string) error {
 		return fmt.Errorf("%s reports version %q, want %s", bin, strings.TrimSpace(string(out)), version)
 	}
 	return nil
-}
-
-// head returns the first n bytes of s: npm says what went wrong first,
-// then where its log is.
-func head(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return s
 }

@@ -5,12 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // Session is one Claude Code session: each Prompt is one `claude -p` run in
@@ -38,7 +39,7 @@ type TurnError struct {
 }
 
 func (e *TurnError) Error() string {
-	return fmt.Sprintf("claudecode: turn ended with an error (%s): %s", e.Subtype, clip(e.Result))
+	return fmt.Sprintf("claudecode: turn ended with an error (%s): %s", e.Subtype, proc.Head(e.Result))
 }
 
 // NewID returns a random version-4 UUID, the form --session-id wants.
@@ -79,9 +80,9 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = waitDelay
-	configure(cmd)
+	proc.Group(cmd)
 	err := cmd.Run()
-	kill(cmd) // the group's leftovers (a Bash tool's background jobs)
+	proc.Kill(cmd) // the group's leftovers (a Bash tool's background jobs)
 	// Once claude has run, the session exists on disk even when the turn
 	// failed: later turns must resume it, not create it again.
 	if cmd.ProcessState != nil {
@@ -100,14 +101,11 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	case jerr == nil && res.IsError:
 		return &TurnError{Subtype: res.Subtype, Result: res.Result}
 	case err != nil:
-		return fmt.Errorf("claudecode: claude -p: %w: %s", err, clip(stderr.String()+stdout.String()))
+		return fmt.Errorf("claudecode: claude -p: %w: %s", err, proc.Head(stderr.String()+stdout.String()))
 	case jerr != nil:
-		return fmt.Errorf("claudecode: claude -p printed no JSON result: %w: %s", jerr, clip(stdout.String()))
+		return fmt.Errorf("claudecode: claude -p printed no JSON result: %w: %s", jerr, proc.Head(stdout.String()))
 	case res.Session != "" && res.Session != s.ID:
 		return fmt.Errorf("claudecode: claude ran session %s, want %s", res.Session, s.ID)
 	}
 	return nil
 }
-
-// errNoProcess is what kill sees when there is nothing left to kill.
-var errNoProcess = errors.New("no process")

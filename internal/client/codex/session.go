@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/proc"
 	"github.com/tidwall/gjson"
 )
 
@@ -39,7 +39,7 @@ type TurnError struct {
 }
 
 func (e *TurnError) Error() string {
-	return "codex: turn failed: " + clip(e.Message)
+	return "codex: turn failed: " + proc.Head(e.Message)
 }
 
 // waitDelay bounds how long Wait waits for output pipes held open by
@@ -72,9 +72,9 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = waitDelay
-	configure(cmd)
+	proc.Group(cmd)
 	err := cmd.Run()
-	kill(cmd) // the group's leftovers (a command's background jobs)
+	proc.Kill(cmd) // the group's leftovers (a command's background jobs)
 	ev := readEvents(stdout.Bytes())
 	// The thread exists once Codex has named it, even when the turn then
 	// failed or was cut short: later turns must resume it.
@@ -87,11 +87,11 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	case ev.failed != nil:
 		return ev.failed
 	case err != nil:
-		return fmt.Errorf("codex: codex exec: %w: %s", err, clip(stderr.String()+ev.errors))
+		return fmt.Errorf("codex: codex exec: %w: %s", err, proc.Head(stderr.String()+ev.errors))
 	case ev.thread != s.thread:
 		return fmt.Errorf("codex: codex ran thread %q, want %s", ev.thread, s.thread)
 	case !ev.completed:
-		return fmt.Errorf("codex: codex exec printed no turn.completed: %s", clip(stdout.String()+stderr.String()))
+		return fmt.Errorf("codex: codex exec printed no turn.completed: %s", proc.Head(stdout.String()+stderr.String()))
 	}
 	return nil
 }
@@ -123,14 +123,3 @@ func readEvents(out []byte) events {
 	}
 	return ev
 }
-
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 600 {
-		s = s[:600] + "..."
-	}
-	return s
-}
-
-// errNoProcess is what kill sees when there is nothing left to kill.
-var errNoProcess = errors.New("no process")

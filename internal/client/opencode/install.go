@@ -3,7 +3,6 @@ package opencode
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rcm-dev/rcm/internal/npm"
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // Version is the OpenCode release rcm is tested against.
@@ -20,8 +20,8 @@ const Version = "1.18.33"
 // Errors that mean "OpenCode cannot be installed here" rather than "the
 // install is broken": callers (tests) may skip on them.
 var (
-	ErrNoNPM       = errors.New("npm not found on PATH (install Node.js and npm to run OpenCode)")
-	ErrUnreachable = errors.New("npm registry unreachable")
+	ErrNoNPM       = npm.ErrNoNPM
+	ErrUnreachable = npm.ErrUnreachable
 )
 
 // marker is written into an install directory once the install has been
@@ -123,7 +123,8 @@ func npmInstall(ctx context.Context, npmBin, dir, version string) error {
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	configure(cmd)
+	cmd.WaitDelay = waitDelay
+	proc.Group(cmd)
 	err := cmd.Run()
 	switch {
 	case err == nil:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os/exec"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // waitDelay bounds how long Wait waits for output pipes held open by
@@ -25,9 +27,10 @@ func Run(ctx context.Context, bin, dir string, env []string, args ...string) ([]
 	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	configure(cmd)
+	cmd.WaitDelay = waitDelay
+	proc.Group(cmd)
 	err := cmd.Run()
-	kill(cmd) // the group's leftovers
+	proc.Kill(cmd) // the group's leftovers
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)

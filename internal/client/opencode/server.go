@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // DefaultStartTimeout bounds Start when its context has no deadline.
@@ -61,7 +63,8 @@ func Start(ctx context.Context, bin, dir string, env []string, port int) (*Serve
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}},
 	}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
-	configure(cmd)
+	cmd.WaitDelay = waitDelay
+	proc.Group(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("opencode: start serve: %w", err)
 	}
@@ -105,12 +108,12 @@ func (s *Server) ready(ctx context.Context) error {
 // group, SIGKILL after five seconds. It is safe to call more than once.
 func (s *Server) Close() {
 	s.close.Do(func() {
-		terminate(s.cmd)
+		proc.Terminate(s.cmd)
 		select {
 		case <-s.exited:
 		case <-time.After(5 * time.Second):
 		}
-		kill(s.cmd) // stragglers of the group, or the server itself
+		proc.Kill(s.cmd) // stragglers of the group, or the server itself
 		<-s.exited
 		s.client.CloseIdleConnections()
 	})

@@ -1,0 +1,7 @@
+// Package proc runs the real clients (OpenCode, Claude Code, Codex) in a
+// process group of their own, so that ending a client also ends the
+// shells, tools and servers it started.
+//
+// Caveats: process groups are a unix notion; elsewhere only the client's
+// own process is signalled, and what it started may outlive it.
+package proc

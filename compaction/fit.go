@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 
@@ -212,10 +213,6 @@ func (f *fitter) condense(ti int) bool {
 			}
 			continue
 		}
-		text := m.Text()
-		if len(text) <= longText {
-			continue
-		}
 		var what string
 		switch m.Role {
 		case "tool":
@@ -223,6 +220,20 @@ func (f *fitter) condense(ti int) bool {
 		case "assistant":
 			what = "assistant text"
 		default:
+			continue
+		}
+		if f.t.Format == transcript.OpenAIChat {
+			if raw, handled := cutContent(m, what); handled {
+				if raw != nil && len(raw) < len(m.Raw) {
+					f.bytes -= len(m.Raw) - len(raw)
+					f.setReplace(i, raw)
+					cutAny = true
+				}
+				continue
+			}
+		}
+		text := m.Text()
+		if len(text) <= longText {
 			continue
 		}
 		field := "content"
@@ -260,15 +271,93 @@ func (f *fitter) drop(ti int) {
 // cut keeps the head and tail of s around a marker saying how many of its
 // bytes were cut; cuts fall on rune boundaries.
 func cut(s, what string) string {
-	head, tail := keepHead, len(s)-keepTail
-	for head > 0 && !utf8.RuneStart(s[head]) {
+	return cutEnds(s[:keepHead+1], s[len(s)-keepTail:], len(s), what)
+}
+
+// cutEnds is cut of a text of n bytes given only its first keepHead+1 and
+// last keepTail bytes.
+func cutEnds(first, last string, n int, what string) string {
+	head, tail := keepHead, 0
+	for head > 0 && !utf8.RuneStart(first[head]) {
 		head--
 	}
-	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+	for tail < len(last) && !utf8.RuneStart(last[tail]) {
 		tail++
 	}
-	return s[:head] + "\n[rcm: cut " + strconv.Itoa(tail-head) + " of " + strconv.Itoa(len(s)) +
-		" bytes of " + what + "]\n" + s[tail:]
+	return first[:head] + "\n[rcm: cut " + strconv.Itoa(n-len(last)+tail-head) + " of " + strconv.Itoa(n) +
+		" bytes of " + what + "]\n" + last[tail:]
+}
+
+// cutContent is condense's way for a chat message whose content is a
+// JSON string free of \u escapes (tool output as harnesses send it): it
+// decodes only the ends that stay and splices the cut text in place of
+// the content, as withText would, instead of decoding and re-reading the
+// whole. It returns nil when the text is not long; handled is false for
+// any other message, which takes the general way.
+func cutContent(m *transcript.Message, what string) (out []byte, handled bool) {
+	c, off, ok := m.Content()
+	if !ok || len(c) < 2 || c[0] != '"' || bytes.Contains(c, []byte(`\u`)) {
+		return nil, false
+	}
+	s := c[1 : len(c)-1] // valid JSON: every backslash starts a two-byte escape
+	n := len(s)
+	for i := 0; ; {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j + 2
+		n--
+	}
+	if n <= longText {
+		return nil, true
+	}
+	// The raw offset of the last keepTail decoded bytes.
+	at, i, d := n-keepTail, 0, 0
+	for {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 || d+j >= at {
+			i += at - d
+			break
+		}
+		i, d = i+j+2, d+j+1
+	}
+	text := cutEnds(string(unescape(s, 0, keepHead+1)), string(unescape(s, i, keepTail)), n, what)
+	q, err := quote(text)
+	if err != nil {
+		return nil, true
+	}
+	out = make([]byte, 0, len(m.Raw)-len(c)+len(q))
+	out = append(out, m.Raw[:off]...)
+	out = append(out, q...)
+	return append(out, m.Raw[off+len(c):]...), true
+}
+
+// unescape decodes k bytes of the JSON string contents s (no \u escapes)
+// from offset i, which is not inside an escape.
+func unescape(s []byte, i, k int) []byte {
+	out := make([]byte, 0, k)
+	for len(out) < k && i < len(s) {
+		c := s[i]
+		i++
+		if c == '\\' && i < len(s) {
+			switch c = s[i]; c {
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			}
+			i++
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // condenseBlocks cuts, in an Anthropic message, the long texts of its

@@ -3,6 +3,7 @@ package transcript
 import (
 	"errors"
 	"net/http"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -138,6 +139,23 @@ func (m *Message) Text() string {
 		return m.text
 	}
 	return contentText(gjson.Parse(m.content))
+}
+
+// Content returns the raw JSON of the member the message's text is read
+// from (a chat message's "content") and its offset in Raw, so that a
+// caller can read or replace part of it without decoding the whole; ok is
+// false when Raw does not hold it (a message built from an answer, a
+// message with no such member).
+func (m *Message) Content() (raw []byte, off int, ok bool) {
+	if m.content == "" || len(m.Raw) == 0 {
+		return nil, 0, false
+	}
+	// Both alias the request body: the member lies within Raw.
+	off = int(uintptr(unsafe.Pointer(unsafe.StringData(m.content))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Raw))))
+	if off < 0 || off+len(m.content) > len(m.Raw) {
+		return nil, 0, false
+	}
+	return m.Raw[off : off+len(m.content)], off, true
 }
 
 // TurnKind tells how a turn began.

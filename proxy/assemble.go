@@ -21,9 +21,10 @@ const maxObserved = 4 << 20
 // assembly is one request's trip through the pipeline: what was received,
 // what is forwarded and why.
 type assembly struct {
-	// share is the cached-prefix share of the forwarded messages, taken
-	// once the answer is complete (the inspector's figure).
-	share      *float64
+	// prefix is the call's place in its session's chain of forwarded
+	// contexts, taken once the answer is complete; it measures the
+	// cached-prefix share of the forwarded messages (the inspector's figure).
+	prefix     *prefixShare
 	mode       Mode
 	threshold  float64
 	session    string
@@ -245,6 +246,11 @@ func (h *Handler) record(a *assembly, parent string) error {
 			return err
 		}
 	}
+	var share *float64
+	if a.prefix != nil {
+		<-a.prefix.this.ready
+		share = a.prefix.share
+	}
 	var ev memory.Event
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
@@ -262,7 +268,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		}
-		a.details(&ev, a.share)
+		a.details(&ev, share)
 		return w.AppendEvent(a.session, &ev)
 	})
 	if err == nil {

@@ -117,7 +117,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// The session's previous call may still be writing what this one
 		// routes on. Title calls run beside agent calls: they neither wait
 		// nor make others wait.
-		h.writes.wait(r.Context(), a.session)
+		h.waitWrites(r, a.session)
 		a.release = h.writes.begin(a.session)
 	}
 	switch {
@@ -156,9 +156,17 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 func (h *Handler) subagent(r *http.Request, a *assembly) {
 	a.fallback = FallbackSideCall
 	// The parent's call that started the subagent may still be writing.
-	h.writes.wait(r.Context(), a.session)
+	h.waitWrites(r, a.session)
 	if a.task = h.lastTask(a.session); a.task != "" {
 		a.routed, a.confidence, a.method = true, 1, "subagent"
+	}
+}
+
+// waitWrites waits for the session's earlier writes (see pending) and
+// counts the wait in the metrics.
+func (h *Handler) waitWrites(r *http.Request, session string) {
+	if d, outcome := h.writes.wait(r.Context(), session); outcome != "" {
+		h.metrics.observeWait(d, outcome)
 	}
 }
 

@@ -261,6 +261,10 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 		}
 	}
 	added := 0
+	// Only the turn's last test command becomes LastTest: its outcome,
+	// which searches the output, is worded once, after the loop.
+	var test *call
+	var testRec Command
 	for _, c := range calls {
 		args := c.Arguments
 		command := func(cmd, dir string) {
@@ -283,7 +287,7 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			r.Commands = append(r.Commands, rec)
 			added++
 			if isTest(cmd) {
-				r.LastTest = &TestRun{Command: rec, Outcome: testOutcome(out, rec.Exit, c.hasResult)}
+				test, testRec = &c, rec
 			}
 		}
 		switch name := strings.ToLower(c.Name); name {
@@ -316,6 +320,9 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 		case "todowrite":
 			r.setTodos(gjson.Get(args, "todos"))
 		}
+	}
+	if test != nil {
+		r.LastTest = &TestRun{Command: testRec, Outcome: testOutcome(test.result, testRec.Exit, test.hasResult)}
 	}
 	if over := len(r.Commands) - maxCommands; over > 0 {
 		r.Commands = slices.Delete(r.Commands, 0, over)

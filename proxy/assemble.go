@@ -50,8 +50,10 @@ type assembly struct {
 	knownTasks []string
 	at         time.Time
 
-	// rcm mode: the record messages this call rendered, frozen where they
-	// were placed after the response; the budget fit.
+	// rcm mode: the record messages frozen for the call's turns (read with
+	// the labels), those this call rendered, frozen where they were
+	// placed after the response; the budget fit.
+	frozen memory.Frozen
 	freeze []frozen
 	fit    compaction.Report
 	// observed is the task's record with this call read into it,

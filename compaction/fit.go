@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"bytes"
 	"strconv"
 	"unicode/utf8"
 
@@ -290,40 +289,21 @@ func cutEnds(first, last string, n int, what string) string {
 
 // cutContent is condense's way for a chat message whose content is a
 // JSON string free of \u escapes (tool output as harnesses send it): it
-// decodes only the ends that stay and splices the cut text in place of
-// the content, as withText would, instead of decoding and re-reading the
-// whole. It returns nil when the text is not long; handled is false for
-// any other message, which takes the general way.
+// decodes only the ends that stay (transcript.Message.TextEnds) and
+// splices the cut text in place of the content, as withText would,
+// instead of decoding and re-reading the whole. It returns nil when the
+// text is not long; handled is false for any other message, which takes
+// the general way.
 func cutContent(m *transcript.Message, what string) (out []byte, handled bool) {
-	c, off, ok := m.Content()
-	if !ok || len(c) < 2 || c[0] != '"' || bytes.Contains(c, []byte(`\u`)) {
+	first, last, n, ok := m.TextEnds(keepHead+1, keepTail)
+	c, off, _ := m.Content()
+	if !ok {
 		return nil, false
-	}
-	s := c[1 : len(c)-1] // valid JSON: every backslash starts a two-byte escape
-	n := len(s)
-	for i := 0; ; {
-		j := bytes.IndexByte(s[i:], '\\')
-		if j < 0 {
-			break
-		}
-		i += j + 2
-		n--
 	}
 	if n <= longText {
 		return nil, true
 	}
-	// The raw offset of the last keepTail decoded bytes.
-	at, i, d := n-keepTail, 0, 0
-	for {
-		j := bytes.IndexByte(s[i:], '\\')
-		if j < 0 || d+j >= at {
-			i += at - d
-			break
-		}
-		i, d = i+j+2, d+j+1
-	}
-	text := cutEnds(string(unescape(s, 0, keepHead+1)), string(unescape(s, i, keepTail)), n, what)
-	q, err := quote(text)
+	q, err := quote(cutEnds(first, last, n, what))
 	if err != nil {
 		return nil, true
 	}
@@ -331,33 +311,6 @@ func cutContent(m *transcript.Message, what string) (out []byte, handled bool) {
 	out = append(out, m.Raw[:off]...)
 	out = append(out, q...)
 	return append(out, m.Raw[off+len(c):]...), true
-}
-
-// unescape decodes k bytes of the JSON string contents s (no \u escapes)
-// from offset i, which is not inside an escape.
-func unescape(s []byte, i, k int) []byte {
-	out := make([]byte, 0, k)
-	for len(out) < k && i < len(s) {
-		c := s[i]
-		i++
-		if c == '\\' && i < len(s) {
-			switch c = s[i]; c {
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			}
-			i++
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // condenseBlocks cuts, in an Anthropic message, the long texts of its

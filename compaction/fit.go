@@ -213,10 +213,6 @@ func (f *fitter) condense(ti int) bool {
 			}
 			continue
 		}
-		text := m.Text()
-		if len(text) <= longText {
-			continue
-		}
 		var what string
 		switch m.Role {
 		case "tool":
@@ -224,6 +220,20 @@ func (f *fitter) condense(ti int) bool {
 		case "assistant":
 			what = "assistant text"
 		default:
+			continue
+		}
+		if f.t.Format == transcript.OpenAIChat {
+			if raw, handled := cutContent(m, what); handled {
+				if raw != nil && len(raw) < len(m.Raw) {
+					f.bytes -= len(m.Raw) - len(raw)
+					f.setReplace(i, raw)
+					cutAny = true
+				}
+				continue
+			}
+		}
+		text := m.Text()
+		if len(text) <= longText {
 			continue
 		}
 		field := "content"
@@ -261,15 +271,44 @@ func (f *fitter) drop(ti int) {
 // cut keeps the head and tail of s around a marker saying how many of its
 // bytes were cut; cuts fall on rune boundaries.
 func cut(s, what string) string {
-	head, tail := keepHead, len(s)-keepTail
-	for head > 0 && !utf8.RuneStart(s[head]) {
+	return cutEnds(s[:keepHead+1], s[len(s)-keepTail:], len(s), what)
+}
+
+// cutEnds is cut of a text of n bytes given only its first keepHead+1 and
+// last keepTail bytes.
+func cutEnds(first, last string, n int, what string) string {
+	head, tail := keepHead, 0
+	for head > 0 && !utf8.RuneStart(first[head]) {
 		head--
 	}
-	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+	for tail < len(last) && !utf8.RuneStart(last[tail]) {
 		tail++
 	}
-	return s[:head] + "\n[rcm: cut " + strconv.Itoa(tail-head) + " of " + strconv.Itoa(len(s)) +
-		" bytes of " + what + "]\n" + s[tail:]
+	return first[:head] + "\n[rcm: cut " + strconv.Itoa(n-len(last)+tail-head) + " of " + strconv.Itoa(n) +
+		" bytes of " + what + "]\n" + last[tail:]
+}
+
+// cutContent is condense's way for a chat message whose content is a
+// JSON string free of \u escapes (tool output as harnesses send it): it
+// decodes only the ends that stay (transcript.Message.TextEnds) and
+// splices the cut text in place of the content, as withText would,
+// instead of decoding and re-reading the whole. It returns nil when the
+// text is not long; handled is false for any other message, which takes
+// the general way.
+func cutContent(m *transcript.Message, what string) (out []byte, handled bool) {
+	first, last, n, ok := m.TextEnds(keepHead+1, keepTail)
+	c, off, _ := m.Content()
+	if !ok {
+		return nil, false
+	}
+	if n <= longText {
+		return nil, true
+	}
+	q := str.Quote(cutEnds(first, last, n, what))
+	out = make([]byte, 0, len(m.Raw)-len(c)+len(q))
+	out = append(out, m.Raw[:off]...)
+	out = append(out, q...)
+	return append(out, m.Raw[off+len(c):]...), true
 }
 
 // condenseBlocks cuts, in an Anthropic message, the long texts of its

@@ -399,3 +399,40 @@ func commonPrefixLen(a, b []byte) int {
 	}
 	return i
 }
+
+// FuzzCutContent: cutting a chat message's string content from its ends
+// gives the bytes the general way gives (decode the whole text, cut it,
+// set the member), whatever the escapes and multi-byte runes at the cuts.
+func FuzzCutContent(f *testing.F) {
+	f.Add("line of tool output\n", 300, "tool")
+	f.Add("quote \" back \\ slash / tab\t é € 𝄞\r\n", 200, "assistant")
+	f.Add("\\u0041 is an escaped backslash before u", 150, "tool")
+	f.Add("\x01\x1f control \u2028", 400, "tool")
+	f.Add("short", 10, "tool")
+	f.Fuzz(func(t *testing.T, unit string, repeat int, role string) {
+		if repeat < 0 || repeat > 5000 || len(unit)*repeat > 1<<20 || !utf8.ValidString(unit) || role != "tool" && role != "assistant" {
+			return
+		}
+		content, _ := json.Marshal(strings.Repeat(unit, repeat))
+		body := []byte(`{"model":"m","messages":[{"role":"user","content":"go"},{"role":` + strconv.Quote(role) + `,"content":` + string(content) + `,"tool_call_id":"c1"}]}`)
+		tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &tr.Messages[1]
+		what := map[string]string{"tool": "tool output", "assistant": "assistant text"}[role]
+		got, handled := cutContent(m, what)
+		if !handled {
+			return // \u escapes: the general way
+		}
+		var want []byte
+		if text := m.Text(); len(text) > longText {
+			if want, err = withText(m.Raw, "content", cut(text, what)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("cut from the ends:\n%.300s\nthe general way:\n%.300s", got, want)
+		}
+	})
+}

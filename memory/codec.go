@@ -40,24 +40,30 @@ func putJSON(b *bolt.Bucket, what string, key []byte, v any) error {
 // listJSON decodes every value of the bucket that bucket picks (nil: none)
 // in key order, in one read transaction. The first undecodable value fails
 // the listing with an error naming its key.
-func listJSON[T any](s *Store, op, what string, bucket func(*bolt.Tx) *bolt.Bucket) ([]T, error) {
-	var out []T
-	err := s.view(op, func(tx *bolt.Tx) error {
-		b := bucket(tx)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, raw []byte) error {
-			var v T
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("%s %q: corrupt value: %w", what, k, err)
-			}
-			out = append(out, v)
-			return nil
-		})
+func listJSON[T any](s *Store, op, what string, bucket func(*bolt.Tx) *bolt.Bucket) (out []T, err error) {
+	err = s.view(op, func(tx *bolt.Tx) error {
+		out, err = readJSON[T](bucket(tx), what)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// readJSON decodes every value of b (nil: none).
+func readJSON[T any](b *bolt.Bucket, what string) ([]T, error) {
+	var out []T
+	if b == nil {
+		return nil, nil
+	}
+	err := b.ForEach(func(k, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("%s %q: corrupt value: %w", what, k, err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
 }

@@ -27,34 +27,39 @@ type Label struct {
 
 // Labels returns the stored label of each fingerprint of session, and
 // whether it was found, in one read transaction.
-func (s *Store) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
-	labels := make([]Label, len(fps))
-	found := make([]bool, len(fps))
-	err := s.view("labels "+session, func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, session, bucketLabels)
-		if b == nil {
-			return nil
-		}
-		// Turns of a session share a handful of task and method names;
-		// interning them saves an allocation per label.
-		names := make(map[string]string, 8)
-		// One cursor for all lookups: Bucket.Get allocates a cursor each.
-		c := b.Cursor()
-		for i, fp := range fps {
-			k, raw := c.Seek(fp[:])
-			if !bytes.Equal(k, fp[:]) || raw == nil {
-				continue
-			}
-			l, err := decodeLabel(raw, names)
-			if err != nil {
-				return fmt.Errorf("label %s: %w", fp, err)
-			}
-			labels[i], found[i] = l, true
-		}
-		return nil
+func (s *Store) Labels(session string, fps []transcript.Fingerprint) (labels []Label, found []bool, err error) {
+	err = s.view("labels "+session, func(tx *bolt.Tx) error {
+		labels, found, err = readLabels(tx, session, fps)
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	return labels, found, nil
+}
+
+func readLabels(tx *bolt.Tx, session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
+	labels := make([]Label, len(fps))
+	found := make([]bool, len(fps))
+	b := sessionBucket(tx, session, bucketLabels)
+	if b == nil {
+		return labels, found, nil
+	}
+	// Turns of a session share a handful of task and method names;
+	// interning them saves an allocation per label.
+	names := make(map[string]string, 8)
+	// One cursor for all lookups: Bucket.Get allocates a cursor each.
+	c := b.Cursor()
+	for i, fp := range fps {
+		k, raw := c.Seek(fp[:])
+		if !bytes.Equal(k, fp[:]) || raw == nil {
+			continue
+		}
+		l, err := decodeLabel(raw, names)
+		if err != nil {
+			return nil, nil, fmt.Errorf("label %s: %w", fp, err)
+		}
+		labels[i], found[i] = l, true
 	}
 	return labels, found, nil
 }

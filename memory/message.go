@@ -83,13 +83,20 @@ func (s *Store) FrozenAt(session, task string, fps []transcript.Fingerprint) (ms
 			return nil
 		}
 		for i, fp := range fps {
-			if v := b.Get(frozenKey(task, fp)); len(v) >= 8 {
-				msgs[i], found[i] = bytes.Clone(v[8:]), true // v is valid only inside the transaction
-			}
+			msgs[i], found[i] = frozenValue(b.Get(frozenKey(task, fp)))
 		}
 		return nil
 	})
 	return msgs, found, err
+}
+
+// frozenValue is the message of a stored frozen value (after its sequence
+// number), copied: v is valid only inside the transaction.
+func frozenValue(v []byte) ([]byte, bool) {
+	if len(v) < 8 {
+		return nil, false
+	}
+	return bytes.Clone(v[8:]), true
 }
 
 // PutFrozen freezes msg as the memory message of the turn fp of task. The

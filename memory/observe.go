@@ -213,11 +213,21 @@ func (r *Record) omittedNote(reqs []string) []string {
 	return slices.Insert(reqs, keepFirst, note)
 }
 
-// call is a tool call of a turn and its result, when the turn holds one.
+// call is a tool call of a turn and its result, when the turn holds one:
+// the parts of the result's text that are read (see windows).
 type call struct {
 	transcript.ToolCall
-	result    string
+	result    []string
 	hasResult bool
+}
+
+// resultWindows is windows of a tool result message's text, decoding only
+// the ends of a long one: a long turn is read again on each of its calls.
+func resultWindows(m *transcript.Message) []string {
+	if first, last, n, ok := m.TextEnds(outputWindow, outputWindow); ok && n > 2*outputWindow {
+		return []string{last, first}
+	}
+	return windows(m.Text())
 }
 
 // readTurn folds the messages of one turn (after its opening request) into
@@ -248,19 +258,23 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			}
 		case "tool":
 			if i, ok := pending[m.ToolCallID]; ok {
-				calls[i].result, calls[i].hasResult = m.Text(), true
+				calls[i].result, calls[i].hasResult = resultWindows(&m), true
 				delete(pending, m.ToolCallID)
 			}
 		}
 		// Anthropic's results are blocks of a user message.
 		for _, res := range m.Results {
 			if i, ok := pending[res.ID]; ok {
-				calls[i].result, calls[i].hasResult = res.Text(), true
+				calls[i].result, calls[i].hasResult = windows(res.Text()), true
 				delete(pending, res.ID)
 			}
 		}
 	}
 	added := 0
+	// Only the turn's last test command becomes LastTest: its outcome,
+	// which searches the output, is worded once, after the loop.
+	var test *call
+	var testRec Command
 	for _, c := range calls {
 		args := c.Arguments
 		command := func(cmd, dir string) {
@@ -275,15 +289,13 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			seen.cds = append(seen.cds, e.dirs...)
 			seen.read, seen.changed = append(seen.read, e.read...), append(seen.changed, e.changed...)
 			rec := Command{Cmd: oneLine(cmd, maxCommand)}
-			var out string
 			if c.hasResult {
-				out = c.result
-				rec.Exit = exitStatus(out)
+				rec.Exit = exitStatus(c.result)
 			}
 			r.Commands = append(r.Commands, rec)
 			added++
 			if isTest(cmd) {
-				r.LastTest = &TestRun{Command: rec, Outcome: testOutcome(out, rec.Exit, c.hasResult)}
+				test, testRec = &c, rec
 			}
 		}
 		switch name := strings.ToLower(c.Name); name {
@@ -316,6 +328,13 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 		case "todowrite":
 			r.setTodos(gjson.Get(args, "todos"))
 		}
+	}
+	if test != nil {
+		end := "" // the end of the output, the whole of a short one
+		if test.hasResult {
+			end = test.result[0]
+		}
+		r.LastTest = &TestRun{Command: testRec, Outcome: testOutcome(end, testRec.Exit, test.hasResult)}
 	}
 	if over := len(r.Commands) - maxCommands; over > 0 {
 		r.Commands = slices.Delete(r.Commands, 0, over)
@@ -436,9 +455,10 @@ var exitPatterns = []struct {
 }
 
 // exitStatus returns the exit status a tool output shows, searching the
-// start and the end of the output only; nil when it shows none.
-func exitStatus(out string) *int {
-	for _, part := range windows(out) {
+// start and the end of the output only (its windows); nil when it shows
+// none.
+func exitStatus(parts []string) *int {
+	for _, part := range parts {
 		for _, p := range exitPatterns {
 			if !slices.ContainsFunc(p.needles, func(n string) bool { return strings.Contains(part, n) }) {
 				continue

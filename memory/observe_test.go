@@ -355,13 +355,13 @@ func TestExitStatus(t *testing.T) {
 		"Process exited with code 127":                         127,
 		strings.Repeat("x", 3*outputWindow) + "\nexit code: 4": 4,
 	} {
-		got := exitStatus(out)
+		got := exitStatus(windows(out))
 		if got == nil || *got != want {
 			t.Errorf("exitStatus(%.40q) = %v, want %d", out, got, want)
 		}
 	}
 	for _, out := range []string{"", "hello\n", "exited cleanly", strings.Repeat("x", 3*outputWindow)} {
-		if got := exitStatus(out); got != nil {
+		if got := exitStatus(windows(out)); got != nil {
 			t.Errorf("exitStatus(%.40q) = %d, want nil", out, *got)
 		}
 	}

@@ -44,13 +44,17 @@ func (s *Store) Tasks(session string) ([]Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Task) int {
+	sortTasks(out)
+	return out, nil
+}
+
+func sortTasks(ts []Task) {
+	slices.SortFunc(ts, func(a, b Task) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return out, nil
 }
 
 // CountTurns sets the Turns of each of tasks to the number of session's

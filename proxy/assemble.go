@@ -21,9 +21,10 @@ const maxObserved = 4 << 20
 // assembly is one request's trip through the pipeline: what was received,
 // what is forwarded and why.
 type assembly struct {
-	// share is the cached-prefix share of the forwarded messages, taken
-	// once the answer is complete (the inspector's figure).
-	share      *float64
+	// prefix is the call's place in its session's chain of forwarded
+	// contexts, taken once the answer is complete; it measures the
+	// cached-prefix share of the forwarded messages (the inspector's figure).
+	prefix     *prefixShare
 	mode       Mode
 	threshold  float64
 	session    string
@@ -49,8 +50,10 @@ type assembly struct {
 	knownTasks []string
 	at         time.Time
 
-	// rcm mode: the record messages this call rendered, frozen where they
-	// were placed after the response; the budget fit.
+	// rcm mode: the record messages frozen for the call's turns (read with
+	// the labels), those this call rendered, frozen where they were
+	// placed after the response; the budget fit.
+	frozen memory.Frozen
 	freeze []frozen
 	fit    compaction.Report
 	// observed is the task's record with this call read into it,
@@ -116,7 +119,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// The session's previous call may still be writing what this one
 		// routes on. Title calls run beside agent calls: they neither wait
 		// nor make others wait.
-		h.writes.wait(r.Context(), a.session)
+		h.waitWrites(r, a.session)
 		a.release = h.writes.begin(a.session)
 	}
 	switch {
@@ -155,9 +158,17 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 func (h *Handler) subagent(r *http.Request, a *assembly) {
 	a.fallback = FallbackSideCall
 	// The parent's call that started the subagent may still be writing.
-	h.writes.wait(r.Context(), a.session)
+	h.waitWrites(r, a.session)
 	if a.task = h.lastTask(a.session); a.task != "" {
 		a.routed, a.confidence, a.method = true, 1, "subagent"
+	}
+}
+
+// waitWrites waits for the session's earlier writes (see pending) and
+// counts the wait in the metrics.
+func (h *Handler) waitWrites(r *http.Request, session string) {
+	if d, outcome := h.writes.wait(r.Context(), session); outcome != "" {
+		h.metrics.observeWait(d, outcome)
 	}
 }
 
@@ -245,6 +256,11 @@ func (h *Handler) record(a *assembly, parent string) error {
 			return err
 		}
 	}
+	var share *float64
+	if a.prefix != nil {
+		<-a.prefix.this.ready
+		share = a.prefix.share
+	}
 	var ev memory.Event
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
@@ -262,7 +278,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		}
-		a.details(&ev, a.share)
+		a.details(&ev, share)
 		return w.AppendEvent(a.session, &ev)
 	})
 	if err == nil {

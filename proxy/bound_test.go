@@ -58,16 +58,50 @@ func TestStoreLagMetric(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 	}
 	h.after.Wait()
-	resp, err := http.Get(srv.URL + "/rcm/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
+	got := metricsText(t, srv.URL)
 	if !bytes.Contains(got, []byte("rcm_store_lag_seconds_count 3\n")) || !bytes.Contains(got, []byte(`rcm_store_lag_seconds_bucket{le="+Inf"} 3`)) {
 		t.Fatalf("metrics:\n%s", got)
 	}
 	if q := h.metrics.lagQuantile(0.99); !(q > 0 && q <= 60) {
 		t.Fatalf("p99 bound %v", q)
 	}
+}
+
+// TestStoreWaitMetric: a call whose session's earlier writes are still
+// pending waits for them, at most maxPendingWait, and /rcm/metrics counts
+// the wait, how it ended and its time; a call with nothing pending does not
+// count.
+func TestStoreWaitMetric(t *testing.T) {
+	srv, h := setup(t, &recorder{}, nil)
+	body := sessionBody(t, switchRequests[:1], switchDirs)
+	hdr := http.Header{HeaderSession: {"ses_wait"}, HeaderMode: {"rcm"}}
+	// Writes of an earlier call of the session that outlast the bound.
+	release := h.writes.begin("ses_wait")
+	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
+	io.Copy(io.Discard, resp.Body)
+	release(func() {})
+	h.after.Wait()
+	resp = post(t, srv.URL+"/v1/chat/completions", body, hdr) // nothing pending
+	io.Copy(io.Discard, resp.Body)
+	h.after.Wait()
+	got := metricsText(t, srv.URL)
+	if !bytes.Contains(got, []byte(`rcm_store_waits_total{outcome="bound"} 1`+"\n")) || !bytes.Contains(got, []byte("rcm_store_wait_seconds_count 1\n")) ||
+		!bytes.Contains(got, []byte(`rcm_store_wait_seconds_bucket{le="1"} 0`)) || !bytes.Contains(got, []byte(`rcm_store_wait_seconds_bucket{le="2.5"} 1`)) {
+		t.Fatalf("metrics:\n%s", got)
+	}
+}
+
+// metricsText returns what the proxy at base serves at /rcm/metrics.
+func metricsText(t *testing.T, base string) []byte {
+	t.Helper()
+	resp, err := http.Get(base + "/rcm/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

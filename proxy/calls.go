@@ -67,54 +67,92 @@ type prefixes struct {
 	bytes int
 }
 
+// prefixEntry is one call's place in its chain: context is set, and ready
+// closed, once the call's share has been measured; evicted says the
+// context was let go before that.
 type prefixEntry struct {
 	key     string
 	context []byte
+	ready   chan struct{}
+	evicted bool
 }
 
-// share returns the share of a's forwarded context that is a prefix of the
-// previous forwarded context of the session in the same mode (nil for the
-// first, or when that context was let go), and keeps a's context for the
-// next call. Side calls (title, compaction) neither count nor break the
-// chain. Native mode does not parse bodies that name their session, so
-// there a side call cannot be told apart and does take part; keeping one
-// chain per mode keeps such a call (OpenCode sends its title call through
-// a native provider) out of a routed session's chain.
-func (p *prefixes) share(a *assembly) *float64 {
+// prefixShare is a call's place in its chain, taken when its answer has
+// gone out; measure computes the share off the response path.
+type prefixShare struct {
+	p          *prefixes
+	prev, this *prefixEntry // prev nil: the first of the chain (or let go)
+	body       []byte
+	share      *float64 // measure's result, once this.ready is closed
+}
+
+// take puts a's forwarded context next in its chain (the session's calls in
+// the same mode), in the order the answers end, and returns the call's
+// place, whose measure must then run; nil when the call takes no part. It
+// does no work proportional to the body. Side calls (title, compaction)
+// neither count nor break the chain. Native mode does not parse bodies
+// that name their session, so there a side call cannot be told apart and
+// does take part; keeping one chain per mode keeps such a call (OpenCode
+// sends its title call through a native provider) out of a routed
+// session's chain.
+func (p *prefixes) take(a *assembly) *prefixShare {
 	if a.session == "" || len(a.body) == 0 || a.transcript != nil && a.transcript.Kind.Side() {
 		return nil
 	}
 	key := string(a.mode) + " " + a.session
-	// gjson.GetBytes would copy the array it finds (a megabyte, in a long
-	// session); the body is never written to after it was built, so it
-	// can be read as a string in place.
-	ctx := a.body
-	if m := gjson.Get(unsafe.String(unsafe.SliceData(a.body), len(a.body)), "messages"); m.IsArray() && m.Index > 0 {
-		ctx = a.body[m.Index : m.Index+len(m.Raw)]
-	}
+	ps := &prefixShare{p: p, this: &prefixEntry{key: key, ready: make(chan struct{})}, body: a.body}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		p.last = map[string]*list.Element{}
 	}
-	var s *float64
 	if el, ok := p.last[key]; ok {
-		ent := el.Value.(*prefixEntry)
-		v := float64(commonPrefix(ent.context, ctx)) / float64(len(ctx))
-		s = &v
-		p.bytes += len(ctx) - len(ent.context)
-		ent.context = ctx
-		p.lru.MoveToFront(el)
-	} else {
-		p.last[key] = p.lru.PushFront(&prefixEntry{key, ctx})
+		ps.prev = el.Value.(*prefixEntry)
+		p.lru.Remove(el)
+	}
+	p.last[key] = p.lru.PushFront(ps.this)
+	return ps
+}
+
+// measure sets the share of the call's forwarded context that is a prefix
+// of the previous forwarded context of its chain (nil for the first, or
+// when that context was let go), once the previous call's is measured, and
+// keeps the call's context for the next call. It waits for no other work
+// than the chain's, so it never waits on a session's write slot.
+func (ps *prefixShare) measure() {
+	p := ps.p
+	defer close(ps.this.ready)
+	// gjson.GetBytes would copy the array it finds (a megabyte, in a long
+	// session); the body is never written to after it was built, so it
+	// can be read as a string in place.
+	ctx := ps.body
+	if m := gjson.Get(unsafe.String(unsafe.SliceData(ctx), len(ctx)), "messages"); m.IsArray() && m.Index > 0 {
+		ctx = ctx[m.Index : m.Index+len(m.Raw)]
+	}
+	if ps.prev != nil {
+		<-ps.prev.ready
+		// Only this call reads or clears its predecessor's context now.
+		if prev := ps.prev.context; prev != nil {
+			v := float64(commonPrefix(prev, ctx)) / float64(len(ctx))
+			ps.share = &v
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ps.prev != nil {
+		p.bytes -= len(ps.prev.context)
+		ps.prev.context = nil
+	}
+	if !ps.this.evicted {
+		ps.this.context = ctx
 		p.bytes += len(ctx)
 	}
 	for p.bytes > maxPrefixBytes && p.lru.Len() > 1 {
 		ent := p.lru.Remove(p.lru.Back()).(*prefixEntry)
 		delete(p.last, ent.key)
 		p.bytes -= len(ent.context)
+		ent.context, ent.evicted = nil, true
 	}
-	return s
 }
 
 func commonPrefix(a, b []byte) int {

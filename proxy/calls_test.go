@@ -300,3 +300,38 @@ func TestPrefixChainPerMode(t *testing.T) {
 		t.Fatalf("shares: native %v, rcm after it %v", evs[1].PrefixShare, evs[2].PrefixShare)
 	}
 }
+
+// TestPrefixShareOrder: shares are measured after the responses, in the
+// order the answers ended, whatever order the measuring runs in, and a
+// context let go (past maxPrefixBytes) leaves the next share unknown.
+func TestPrefixShareOrder(t *testing.T) {
+	var p prefixes
+	call := func(session, msgs string) *assembly {
+		return &assembly{mode: RCM, session: session, body: []byte(`{"model":"m","messages":[` + msgs + `]}`)}
+	}
+	first := p.take(call("s", `"aaaa"`))
+	second := p.take(call("s", `"aaaa","bb"`))
+	done := make(chan struct{})
+	go func() { second.measure(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("the second share was measured before the first context")
+	case <-time.After(10 * time.Millisecond):
+	}
+	first.measure()
+	<-done
+	if first.share != nil || second.share == nil || *second.share != 7.0/13 {
+		t.Fatalf("shares %v, %v", first.share, second.share)
+	}
+	if p.bytes != 13 {
+		t.Fatalf("%d bytes held, want the latest context's 13", p.bytes)
+	}
+	// A context over the bound lets the session's earlier one go.
+	big := p.take(call("other", `"`+strings.Repeat("x", maxPrefixBytes)+`"`))
+	big.measure()
+	third := p.take(call("s", `"aaaa","bb","c"`))
+	third.measure()
+	if third.share != nil {
+		t.Fatalf("share %v after the previous context was let go", *third.share)
+	}
+}

@@ -214,7 +214,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
 	if a.complete && a.status/100 == 2 {
-		a.share = h.prefixes.share(a)
+		// Measured after the response, which ends when this returns.
+		if a.prefix = h.prefixes.take(a); a.prefix != nil {
+			go a.prefix.measure()
+		}
 	}
 	// The writes that follow may queue behind other sessions' (see
 	// pending): they do not need the forwarded bytes, so do not hold them.

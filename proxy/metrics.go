@@ -18,9 +18,11 @@ type metrics struct {
 	counters map[string]float64 // series ("name{labels}") -> value
 	help     map[string]string  // metric name -> help text
 	lag      histogram          // rcm_store_lag_seconds
+	wait     histogram          // rcm_store_wait_seconds
 }
 
-// lagBuckets are the upper bounds, in seconds, of rcm_store_lag_seconds.
+// lagBuckets are the upper bounds, in seconds, of rcm_store_lag_seconds
+// and rcm_store_wait_seconds.
 var lagBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // histogram counts observations in lagBuckets (the last count is +Inf).
@@ -30,16 +32,29 @@ type histogram struct {
 	n      uint64
 }
 
+func (h *histogram) observe(d time.Duration) {
+	s := d.Seconds()
+	h.counts[sort.SearchFloat64s(lagBuckets, s)]++
+	h.sum += s
+	h.n++
+}
+
 // observeLag counts the time from a call's answer to its store write: how
 // far the session's writer runs behind the traffic.
 func (m *metrics) observeLag(d time.Duration) {
-	s := d.Seconds()
-	i := sort.SearchFloat64s(lagBuckets, s)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lag.counts[i]++
-	m.lag.sum += s
-	m.lag.n++
+	m.lag.observe(d)
+}
+
+// observeWait counts a call that waited for its session's earlier writes
+// before routing (see pending), how long, and how the wait ended: "done",
+// "bound" (maxPendingWait passed) or "cancelled" (the client left).
+func (m *metrics) observeWait(d time.Duration, outcome string) {
+	m.add("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", 1, "outcome", outcome)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wait.observe(d)
 }
 
 // lagQuantile returns the upper bound of the bucket holding the q-quantile
@@ -130,18 +145,23 @@ func (m *metrics) write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s %g\n", s, m.counters[s])
 	}
-	const lag = "rcm_store_lag_seconds"
-	fmt.Fprintf(w, "# HELP %s Time from a call's answer to its store write committed.\n# TYPE %s histogram\n", lag, lag)
+	m.lag.write(w, "rcm_store_lag_seconds", "Time from a call's answer to its store write committed.")
+	m.wait.write(w, "rcm_store_wait_seconds", "Time calls waited for their session's earlier store writes before routing.")
+}
+
+// write writes h in the Prometheus text format.
+func (h *histogram) write(w io.Writer, name, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
 	var cum uint64
-	for i, c := range m.lag.counts {
+	for i, c := range h.counts {
 		cum += c
 		le := "+Inf"
 		if i < len(lagBuckets) {
 			le = fmt.Sprint(lagBuckets[i])
 		}
-		fmt.Fprintf(w, "%s_bucket{le=%q} %d\n", lag, le, cum)
+		fmt.Fprintf(w, "%s_bucket{le=%q} %d\n", name, le, cum)
 	}
-	fmt.Fprintf(w, "%s_sum %g\n%s_count %d\n", lag, m.lag.sum, lag, m.lag.n)
+	fmt.Fprintf(w, "%s_sum %g\n%s_count %d\n", name, h.sum, name, h.n)
 }
 
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {

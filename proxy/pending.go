@@ -51,19 +51,25 @@ func (p *pending) begin(session string) func(fn func()) {
 }
 
 // wait blocks until the session's writes so far are done, the wait bound
-// passes or ctx ends.
-func (p *pending) wait(ctx context.Context, session string) {
+// passes or ctx ends. It says how long it waited and why it stopped
+// ("done", "bound" or "cancelled"); "" when nothing was pending.
+func (p *pending) wait(ctx context.Context, session string) (time.Duration, string) {
 	p.mu.Lock()
 	ch := p.last[session]
 	p.mu.Unlock()
 	if ch == nil {
-		return
+		return 0, ""
 	}
+	start := time.Now()
 	t := time.NewTimer(maxPendingWait)
 	defer t.Stop()
+	outcome := "done"
 	select {
 	case <-ch:
 	case <-t.C:
+		outcome = "bound"
 	case <-ctx.Done():
+		outcome = "cancelled"
 	}
+	return time.Since(start), outcome
 }

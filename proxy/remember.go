@@ -86,11 +86,9 @@ func (h *Handler) records(a *assembly, cur int) ([]place, error) {
 	for i, ti := range starts {
 		fps[i] = a.fps[ti]
 	}
-	msgs, found, err := h.store.FrozenAt(a.session, a.task, fps)
-	if err != nil {
-		return nil, err
-	}
+	msgs, found := a.frozen.At(a.task, fps)
 	var places []place
+	var err error
 	for i, ti := range starts {
 		msg := msgs[i]
 		if !found[i] {
@@ -178,12 +176,10 @@ func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (
 		}
 	}
 	if first >= 0 && (len(left) == 0 || left[0].turn != first) {
-		msgs, found, err := h.store.FrozenAt(a.session, a.task, []transcript.Fingerprint{a.fps[first]})
-		if err != nil {
-			return e, err
-		}
+		msgs, found := a.frozen.At(a.task, []transcript.Fingerprint{a.fps[first]})
 		msg := msgs[0]
 		if !found[0] {
+			var err error
 			if msg, err = h.render(a, first, reserve); err != nil {
 				return e, err
 			}

@@ -30,27 +30,41 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	fps := t.Fingerprints()
 	prior := make([]router.Prior, len(fps))
 	var known []string
+	var seeds map[string]string
 	if a.session != "" {
-		labels, found, err := h.store.Labels(a.session, fps)
-		if err != nil {
-			return fmt.Errorf("load labels: %w", err)
-		}
-		for i, l := range labels {
-			if found[i] {
-				prior[i] = router.Prior{Known: true, Task: l.Task, Confidence: l.Confidence, Method: l.Method, Routed: l.Routed}
+		// Everything the call routes on, in one read transaction; rcm
+		// mode's frozen records too, since which of them it needs depends
+		// on the decision.
+		err := h.store.View(func(v *memory.View) error {
+			labels, found, err := v.Labels(a.session, fps)
+			if err != nil {
+				return fmt.Errorf("load labels: %w", err)
 			}
-		}
-		tasks, err := h.store.Tasks(a.session)
+			for i, l := range labels {
+				if found[i] {
+					prior[i] = router.Prior{Known: true, Task: l.Task, Confidence: l.Confidence, Method: l.Method, Routed: l.Routed}
+				}
+			}
+			tasks, err := v.Tasks(a.session)
+			if err != nil {
+				return fmt.Errorf("load tasks: %w", err)
+			}
+			for _, tk := range tasks {
+				known = append(known, tk.ID)
+			}
+			if seeds, err = readSeeds(v, a.session, t); err != nil {
+				return err
+			}
+			if a.mode == RCM {
+				if a.frozen, err = v.Frozen(a.session, fps); err != nil {
+					return fmt.Errorf("load frozen records: %w", err)
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("load tasks: %w", err)
+			return err
 		}
-		for _, tk := range tasks {
-			known = append(known, tk.ID)
-		}
-	}
-	seeds, err := h.seeds(a.session, t)
-	if err != nil {
-		return err
 	}
 	plan, err := h.router.Route(r.Context(), t, prior, router.Options{
 		Threshold: a.threshold,
@@ -157,14 +171,14 @@ func newLabels(a *assembly) ([]transcript.Fingerprint, []memory.Label) {
 	return fps, labels
 }
 
-// seeds describes each task by its record (checkout, requests) once
+// readSeeds describes each task by its record (checkout, requests) once
 // compaction has replaced the history with a summary: the records are then
 // the only account of the tasks the router can match a request against.
-func (h *Handler) seeds(session string, t *transcript.Transcript) (map[string]string, error) {
-	if session == "" || !slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
+func readSeeds(v *memory.View, session string, t *transcript.Transcript) (map[string]string, error) {
+	if !slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
 		return nil, nil
 	}
-	recs, err := h.store.Records(session)
+	recs, err := v.Records(session)
 	if err != nil {
 		return nil, fmt.Errorf("load records: %w", err)
 	}

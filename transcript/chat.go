@@ -35,12 +35,12 @@ func parseArray(body []byte, f Format, field func(m *Message, key, val string)) 
 // format f whose array span is the value of the member key (quoted), and
 // that value; ErrNoMessages when there is no such member.
 func parseMember(body []byte, f Format, key string) (*Transcript, string, error) {
-	if !gjson.ValidBytes(body) {
+	src := alias(body)
+	if !valid(src) {
 		return nil, "", ErrNotJSON
 	}
 	// From here on the body is known to be valid JSON: the members and
 	// elements scanners skip values without decoding them.
-	src := alias(body)
 	start := 0
 	for start < len(src) && isSpace(src[start]) {
 		start++

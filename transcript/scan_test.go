@@ -70,3 +70,19 @@ func FuzzElements(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValid: valid accepts exactly what gjson.Valid accepts.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,-0.5e+3,true,false,null,"x\u00e9\n\"\\"],"b":{}}`, ` [ ] `, `""`, `-`, `01`, `1.`, `1e`, `[1,]`, `{"a":1,}`,
+		`"tab	in string"`, `"abcdefgh\"ijklmnop"`, `"abcdefghijklmnopqrstuvwxyz0123456789\\"`, `{"a" 1}`, `nul`, `"\x"`, `"\u12G4"`,
+		"\"\xff\xfe bytes\"", `{"k":"v"} x`, ``, ` `,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := valid(s), gjson.Valid(s); got != want {
+			t.Fatalf("valid(%q) = %v, gjson.Valid %v", s, got, want)
+		}
+	})
+}

@@ -1,7 +1,10 @@
 package transcript
 
 import (
+	"bytes"
 	"errors"
+	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -143,6 +146,84 @@ func (m *Message) Text() string {
 // roles "system" and "developer" (what a Responses harness injects for
 // every task is "developer").
 func (m *Message) System() bool { return m.Role == "system" || m.Role == "developer" }
+
+// Content returns the raw JSON of the member the message's text is read
+// from (a chat message's "content") and its offset in Raw, so that a
+// caller can read or replace part of it without decoding the whole; ok is
+// false when Raw does not hold it (a message built from an answer, a
+// message with no such member).
+func (m *Message) Content() (raw []byte, off int, ok bool) {
+	if m.content == "" || len(m.Raw) == 0 {
+		return nil, 0, false
+	}
+	// Both alias the request body: the member lies within Raw.
+	off = int(uintptr(unsafe.Pointer(unsafe.StringData(m.content))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Raw))))
+	if off < 0 || off+len(m.content) > len(m.Raw) {
+		return nil, 0, false
+	}
+	return m.Raw[off : off+len(m.content)], off, true
+}
+
+// TextEnds returns the first head and the last tail bytes of the
+// message's text and the text's length, decoding nothing else, for a
+// long text read only at its ends (a tool output's exit status, a cut);
+// head and tail may overlap when the text is short. ok is false when the
+// content is not a JSON string free of \u escapes (the usual tool output):
+// Text then reads it.
+func (m *Message) TextEnds(head, tail int) (first, last string, n int, ok bool) {
+	c, _, ok := m.Content()
+	if !ok || len(c) < 2 || c[0] != '"' || strings.Contains(alias(c), `\u`) {
+		return "", "", 0, false
+	}
+	s := c[1 : len(c)-1] // valid JSON: every backslash starts a two-byte escape
+	n = len(s)
+	for i := 0; ; {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j + 2
+		n--
+	}
+	// The offset in s of the last tail decoded bytes.
+	at, i, d := max(n-tail, 0), 0, 0
+	for {
+		j := bytes.IndexByte(s[i:], '\\')
+		if j < 0 || d+j >= at {
+			i += at - d
+			break
+		}
+		i, d = i+j+2, d+j+1
+	}
+	return unescapeN(s, 0, head), unescapeN(s, i, tail), n, true
+}
+
+// unescapeN decodes up to k bytes of the JSON string contents s (no \u
+// escapes) from offset i, which is not inside an escape.
+func unescapeN(s []byte, i, k int) string {
+	out := make([]byte, 0, min(k, len(s)-i))
+	for len(out) < k && i < len(s) {
+		c := s[i]
+		i++
+		if c == '\\' && i < len(s) {
+			switch c = s[i]; c {
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			}
+			i++
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
 
 // TurnKind tells how a turn began.
 type TurnKind int

@@ -300,3 +300,33 @@ func FuzzParseRebuild(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTextEnds: the ends TextEnds decodes are those of Text, and so is the
+// length, whatever escapes and runes the content holds.
+func FuzzTextEnds(f *testing.F) {
+	f.Add("line of output\n", 300, 4096, 4096)
+	f.Add("quote \" back \\ slash / tab\t é 𝄞\r\n\b\f", 97, 5, 1)
+	f.Add("\u00e9\u0001", 3, 1, 1)
+	f.Fuzz(func(t *testing.T, unit string, repeat, head, tail int) {
+		if repeat < 0 || repeat > 3000 || len(unit)*repeat > 1<<20 || head < 0 || tail < 0 || head > 1<<16 || tail > 1<<16 {
+			return
+		}
+		content, _ := json.Marshal(strings.Repeat(unit, repeat))
+		tr, err := Parse(OpenAIChat, []byte(`{"messages":[{"role":"tool","content":`+string(content)+`}]}`), Hints{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &tr.Messages[0]
+		first, last, n, ok := m.TextEnds(head, tail)
+		if !ok {
+			if !strings.Contains(string(content), `\u`) {
+				t.Fatalf("no ends of %.60s", content)
+			}
+			return
+		}
+		text := m.Text()
+		if n != len(text) || first != text[:min(head, n)] || last != text[n-min(tail, n):] {
+			t.Fatalf("ends %q %q of %d, text %q", first, last, n, text)
+		}
+	})
+}

@@ -25,7 +25,7 @@ type frame struct {
 var harnessCWD = []struct {
 	harness       string
 	before, after string // the directory is between them
-	repo          string // the marker of a git repository; "" if the harness has none
+	repo          string // the marker of a git repository; "": Codex, whose turn metadata lists it (inRepo)
 }{
 	{"opencode", "Working directory: ", "\n", "Is directory a git repo: yes"},
 	{"claude-code", "Primary working directory: ", "\n", "Is a git repository: true"},
@@ -77,9 +77,14 @@ func readFrame(t *transcript.Transcript) frame {
 				continue
 			}
 			// A harness that says whether it is a repository is taken at
-			// its word (no word: a folder); one that never says (Codex) is
-			// most often opened in one.
-			return frame{cwd: path.Clean(dir), repo: h.repo == "" || strings.Contains(text, h.repo)}
+			// its word (no word: a folder). Codex says it in its turn
+			// metadata, which lists the repository it works in; without
+			// that metadata it is most often opened in one.
+			f := frame{cwd: path.Clean(dir), repo: strings.Contains(text, h.repo)}
+			if h.repo == "" {
+				f.repo = inRepo(t, f.cwd)
+			}
+			return f
 		}
 	}
 	// Inferred from the first request turns (the folders their tool calls
@@ -94,6 +99,21 @@ func readFrame(t *transcript.Transcript) frame {
 		}
 	}
 	return frame{}
+}
+
+// inRepo reports whether Codex's working directory cwd is in a git
+// repository its turn metadata lists (true when the call carries none).
+func inRepo(t *transcript.Transcript, cwd string) bool {
+	roots, ok := t.CodexRepos()
+	if !ok {
+		return true
+	}
+	for _, r := range roots {
+		if r = path.Clean(r); cwd == r || strings.HasPrefix(cwd, r+"/") || r == "/" {
+			return true
+		}
+	}
+	return false
 }
 
 // inferTurns bounds the turns read to infer a frame no harness states.

@@ -52,6 +52,19 @@ func readFrame(t *transcript.Transcript) frame {
 		if !yield(t.Instructions()) {
 			return
 		}
+		// Codex states its directory anew, before the request, when a
+		// thread is resumed in another one: the latest is where it works
+		// now, and the one its turn metadata describes (inRepo).
+		for i := len(t.Messages) - 1; i >= 0 && t.Format == transcript.OpenAIResponses; i-- {
+			if m := &t.Messages[i]; m.Role == "developer" {
+				if text := m.Text(); strings.HasPrefix(strings.TrimSpace(text), "<environment_context>") {
+					if !yield(text) {
+						return
+					}
+					break
+				}
+			}
+		}
 		for i := range t.Messages {
 			// Claude Code sends its environment as a role "system" entry
 			// among the messages, after the first request (and, after a

@@ -189,3 +189,28 @@ func TestCodexCheckouts(t *testing.T) {
 		t.Errorf("tasks %q %q %q (fallback %v), want ws3's, ws1's, ws3's", a.Task, b.Task, c.Task, p.Fallback)
 	}
 }
+
+// TestReadFrameCodexResumed: a Codex thread resumed in another directory
+// carries a second environment context before the resumed request (as Codex
+// 0.171 sends it); the frame is the latest directory, the one the call's
+// turn metadata describes, so the earlier repository's folders stay one
+// workspace beside it.
+func TestReadFrameCodexResumed(t *testing.T) {
+	body := codexCall(t, "/home/user/project", nil)
+	env := gjson.GetBytes(body, "input.2").Raw
+	items := append(codexTurn(1, "Fix the parser.", "sed -i 's/a/b/' /home/user/project/parse/parse.go && echo EDITED", "Fixed."),
+		codexTurn(2, "Now the lexer.", "sed -i 's/c/d/' /home/user/project/lex/lex.go && echo EDITED", "Fixed.")...)
+	items = append(items, strings.ReplaceAll(env, "/home/user/project", "/home/user/notes"))
+	items = append(items, codexTurn(3, "Write todo.md.", "printf x > todo.md", "Wrote.")[:1]...)
+	// The call is made in /home/user/notes, no repository: no workspaces.
+	tr := parseResponses(t, codexCall(t, "/home/user/project", nil, items...))
+	f := readFrame(tr)
+	if f != (frame{cwd: "/home/user/notes"}) {
+		t.Fatalf("frame %+v, want the resumed directory, no repository", f)
+	}
+	parse, _ := f.place("/home/user/project/parse/parse.go")
+	lex, _ := f.place("/home/user/project/lex/lex.go")
+	if parse != "/home/user/project" || lex != parse {
+		t.Errorf("workspaces %q and %q, want the earlier repository's", parse, lex)
+	}
+}

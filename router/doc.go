@@ -24,9 +24,11 @@
 //     name opens a task; "[task: t2]" returns to an automatically named one.
 //   - Frame: the harness's working directory, read from its own system
 //     prompt (harnessCWD: OpenCode's "Working directory:", Claude Code's
-//     "Primary working directory:", Codex's <cwd>) with whether it is a git
-//     repository; when no harness says, the parent of the first folder the
-//     first turns work in. Paths are taken relative to it.
+//     "Primary working directory:", Codex's latest <cwd>) with whether it is
+//     a git repository (Codex: whether its turn metadata lists a repository
+//     holding it; a repository when it sends no metadata); when no harness
+//     says, the parent of the first folder the first turns work in. Paths
+//     are taken relative to it.
 //   - Workspace: the folder below the working directory a turn names or
 //     works in (a bash "workdir", a "cd" target, a path of a tool call), or
 //     a git worktree inside a repository (".worktrees/NAME"); inside a

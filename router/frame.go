@@ -25,7 +25,7 @@ type frame struct {
 var harnessCWD = []struct {
 	harness       string
 	before, after string // the directory is between them
-	repo          string // the marker of a git repository; "" if the harness has none
+	repo          string // the marker of a git repository; "": Codex, whose turn metadata lists it (inRepo)
 }{
 	{"opencode", "Working directory: ", "\n", "Is directory a git repo: yes"},
 	{"claude-code", "Primary working directory: ", "\n", "Is a git repository: true"},
@@ -52,6 +52,19 @@ func readFrame(t *transcript.Transcript) frame {
 		if !yield(t.Instructions()) {
 			return
 		}
+		// Codex states its directory anew, before the request, when a
+		// thread is resumed in another one: the latest is where it works
+		// now, and the one its turn metadata describes (inRepo).
+		for i := len(t.Messages) - 1; i >= 0 && t.Format == transcript.OpenAIResponses; i-- {
+			if m := &t.Messages[i]; m.Role == "developer" {
+				if text := m.Text(); strings.HasPrefix(strings.TrimSpace(text), "<environment_context>") {
+					if !yield(text) {
+						return
+					}
+					break
+				}
+			}
+		}
 		for i := range t.Messages {
 			// Claude Code sends its environment as a role "system" entry
 			// among the messages, after the first request (and, after a
@@ -77,9 +90,14 @@ func readFrame(t *transcript.Transcript) frame {
 				continue
 			}
 			// A harness that says whether it is a repository is taken at
-			// its word (no word: a folder); one that never says (Codex) is
-			// most often opened in one.
-			return frame{cwd: path.Clean(dir), repo: h.repo == "" || strings.Contains(text, h.repo)}
+			// its word (no word: a folder). Codex says it in its turn
+			// metadata, which lists the repository it works in; without
+			// that metadata it is most often opened in one.
+			f := frame{cwd: path.Clean(dir), repo: strings.Contains(text, h.repo)}
+			if h.repo == "" {
+				f.repo = inRepo(t, f.cwd)
+			}
+			return f
 		}
 	}
 	// Inferred from the first request turns (the folders their tool calls
@@ -94,6 +112,21 @@ func readFrame(t *transcript.Transcript) frame {
 		}
 	}
 	return frame{}
+}
+
+// inRepo reports whether Codex's working directory cwd is in a git
+// repository its turn metadata lists (true when the call carries none).
+func inRepo(t *transcript.Transcript, cwd string) bool {
+	roots, ok := t.CodexRepos()
+	if !ok {
+		return true
+	}
+	for _, r := range roots {
+		if r = path.Clean(r); cwd == r || strings.HasPrefix(cwd, r+"/") || r == "/" {
+			return true
+		}
+	}
+	return false
 }
 
 // inferTurns bounds the turns read to infer a frame no harness states.

@@ -142,6 +142,30 @@ func (t *Transcript) Summaries() []int {
 	return out
 }
 
+// CodexRepos returns the git repositories Codex's turn metadata lists (its
+// "workspaces": the root of the repository the turn works in, keyed by
+// path, with its head), and whether the body carries that metadata at all
+// (client_metadata; Codex 0.171 sends it on every call). Codex lists none
+// when its working directory is in no repository.
+func (t *Transcript) CodexRepos() (roots []string, ok bool) {
+	if t.Format != OpenAIResponses {
+		return nil, false
+	}
+	meta := gjson.GetBytes(t.Body, "client_metadata").Get(codexTurn)
+	if meta.Type != gjson.String {
+		return nil, false
+	}
+	turn := gjson.Parse(meta.Str)
+	if !turn.IsObject() {
+		return nil, false
+	}
+	turn.Get("workspaces").ForEach(func(k, _ gjson.Result) bool {
+		roots = append(roots, k.String())
+		return true
+	})
+	return roots, true
+}
+
 func codexInjected(text string) bool {
 	text = strings.TrimLeft(text, " \t\r\n")
 	for _, p := range codexContext {

@@ -320,3 +320,30 @@ func TestResponsesSummaries(t *testing.T) {
 		t.Errorf("summaries in a call without compaction: %v", tr.Summaries())
 	}
 }
+
+// TestCodexRepos: every Codex capture of a turn (recorded in a git
+// repository, /home/user/project) lists it in its turn metadata; the title
+// call and the prewarm frame list none; OpenCode's call has no Codex
+// metadata.
+func TestCodexRepos(t *testing.T) {
+	for name, r := range responsesCaptures(t) {
+		tr, err := Parse(OpenAIResponses, r.Body, OpenAIResponses.Hints(r.Header))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		roots, ok := tr.CodexRepos()
+		want := []string{"/home/user/project"}
+		switch name {
+		case "codex_title_request", "codex_ws_frame_prewarm":
+			want = nil
+		case "opencode_responses_api_request":
+			if ok || roots != nil {
+				t.Errorf("%s: %v %v, want no metadata", name, roots, ok)
+			}
+			continue
+		}
+		if !ok || strings.Join(roots, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v %v, want %v", name, roots, ok, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/bench/run"
 	"github.com/rcm-dev/rcm/internal/client/codex"
 	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/tidwall/gjson"
@@ -175,6 +177,17 @@ func TestBenchRunCodex(t *testing.T) {
 		}
 		if len(up.threads[r.HarnessS]) != 1 || up.threads[r.HarnessS][""] {
 			t.Errorf("run %s: Codex threads %v, want one", r.Key, up.threads[r.HarnessS])
+		}
+		t.Logf("run %s: %d tokens sent, %d forwarded", r.Key, r.SentTokens, r.ForwardedTokens)
+		// Codex runs in the run's folder, which is no git repository (its
+		// turn metadata lists no workspace), so each checkout below it is
+		// a task of its own: a routing arm forwards the submit of the
+		// focus task without the distractors' requests.
+		if bodies := up.bodies[r.HarnessS]; r.Condition == run.ConditionSwitch && r.Mode != "native" && len(bodies) > 0 {
+			last := bodies[len(bodies)-1]
+			if !bytes.Contains(last, []byte("Submit:")) || bytes.Contains(last, []byte("Shout lowercases")) || r.ForwardedTokens >= r.SentTokens {
+				t.Errorf("run %s: the last call kept the other tasks (%d tokens sent, %d forwarded)", r.Key, r.SentTokens, r.ForwardedTokens)
+			}
 		}
 	}
 	delete(up.threads, "") // GET /v1/models of the upstream check

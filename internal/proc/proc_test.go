@@ -25,29 +25,51 @@ func TestGroupCancelKillsChildren(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var child int
-	for i := 0; i < 500 && child == 0; i++ {
-		b, _ := os.ReadFile(pidFile)
-		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		time.Sleep(10 * time.Millisecond)
-	}
-	if child == 0 {
-		t.Fatal("the child never started")
-	}
+	child := readPID(t, pidFile)
 	cancel()
 	cmd.Wait()
-	// The killed child is reaped by init; until then it may be a zombie,
-	// which signal 0 still finds, so wait for it to go.
+	wantGone(t, child)
+}
+
+// TestRunKillsLeftovers: a client that ends normally leaves no background
+// child behind.
+func TestRunKillsLeftovers(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command("sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $! > "+pidFile)
+	if err := Run(cmd, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wantGone(t, readPID(t, pidFile))
+}
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
 	for i := 0; i < 500; i++ {
-		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
+		b, _ := os.ReadFile(file)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the child never started")
+	return 0
+}
+
+// wantGone waits for pid to end. A killed child is reaped by init; until
+// then it may be a zombie, which signal 0 still finds.
+func wantGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			return
 		}
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat"); err == nil && strings.Contains(string(b), ") Z ") {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && strings.Contains(string(b), ") Z ") {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Errorf("child %d outlived its cancelled group", child)
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("child %d outlived its group", pid)
 }
 
 // TestKillUnstartedOrGone: killing a command never started, or a group

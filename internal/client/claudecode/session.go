@@ -79,10 +79,7 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	cmd.Stdin = strings.NewReader(text)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = waitDelay
-	proc.Group(cmd)
-	err := cmd.Run()
-	proc.Kill(cmd) // the group's leftovers (a Bash tool's background jobs)
+	err := proc.Run(cmd, waitDelay)
 	// Once claude has run, the session exists on disk even when the turn
 	// failed: later turns must resume it, not create it again.
 	if cmd.ProcessState != nil {

@@ -71,10 +71,7 @@ func (s *Session) Prompt(ctx context.Context, text string) error {
 	cmd.Stdin = strings.NewReader(text)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = waitDelay
-	proc.Group(cmd)
-	err := cmd.Run()
-	proc.Kill(cmd) // the group's leftovers (a command's background jobs)
+	err := proc.Run(cmd, waitDelay)
 	ev := readEvents(stdout.Bytes())
 	// The thread exists once Codex has named it, even when the turn then
 	// failed or was cut short: later turns must resume it.

@@ -27,10 +27,7 @@ func Run(ctx context.Context, bin, dir string, env []string, args ...string) ([]
 	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = waitDelay
-	proc.Group(cmd)
-	err := cmd.Run()
-	proc.Kill(cmd) // the group's leftovers
+	err := proc.Run(cmd, waitDelay)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)

@@ -25,9 +25,9 @@ import (
 )
 
 // claudeInstall returns the claude binary of claudecode.Version (the
-// release of the captures), installing it
-// from npm into ~/.cache/rcm when absent. It skips when that cannot be
-// done, unless CI is set and RCM_REQUIRE_CLAUDE=1, where that fails.
+// release of the captures), installing it from npm into ~/.cache/rcm when
+// absent. It skips when that cannot be done, unless CI is set and
+// RCM_REQUIRE_CLAUDE=1, where that fails.
 func claudeInstall(ctx context.Context, t *testing.T) string {
 	bin, err := claudecode.Install(ctx, "")
 	npmtest.Need(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err)

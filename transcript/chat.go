@@ -14,7 +14,7 @@ func parseChat(body []byte) (*Transcript, error) {
 
 // parseArray reads the "messages" array of a JSON object body of format f,
 // each element's members other than role through field.
-func parseArray(body []byte, f Format, field func(m *Message, key, val string)) (*Transcript, error) {
+func parseArray(body []byte, f Format, field func(m *Message, key, val string, off int)) (*Transcript, error) {
 	t, arr, err := parseMember(body, f, `"messages"`)
 	if err != nil {
 		return nil, err
@@ -78,16 +78,16 @@ func (t *Transcript) readArray(arr string, message func(body []byte, raw string,
 
 // readMessage reads one element of a messages array at offset at of body:
 // an object with a string role, whose other members field reads.
-func readMessage(body []byte, raw string, at, i int, field func(m *Message, key, val string)) (Message, error) {
+func readMessage(body []byte, raw string, at, i int, field func(m *Message, key, val string, off int)) (Message, error) {
 	if !strings.HasPrefix(raw, "{") {
 		return Message{}, ErrBadMessage
 	}
 	end := at + len(raw)
 	m := Message{Index: i, Raw: body[at:end:end]}
 	hasRole := false
-	members(raw, func(key, val string, _ int) {
+	members(raw, func(key, val string, off int) {
 		if key != `"role"` {
-			field(&m, key, val)
+			field(&m, key, val, off)
 		} else if r := gjson.Parse(val); r.Type == gjson.String {
 			m.Role, hasRole = r.Str, true
 		}
@@ -100,10 +100,10 @@ func readMessage(body []byte, raw string, at, i int, field func(m *Message, key,
 
 // chatField reads a chat message's content (left encoded), tool calls and
 // tool_call_id.
-func chatField(m *Message, key, val string) {
+func chatField(m *Message, key, val string, off int) {
 	switch key {
 	case `"content"`:
-		m.content = val
+		m.content, m.contentAt = val, off
 	case `"tool_call_id"`:
 		m.ToolCallID = gjson.Parse(val).String()
 	case `"tool_calls"`:

@@ -31,7 +31,7 @@ func parseMessages(body []byte) (*Transcript, error) {
 	return parseArray(body, AnthropicMessages, messagesField)
 }
 
-func messagesField(m *Message, key, val string) {
+func messagesField(m *Message, key, val string, _ int) {
 	if key != `"content"` {
 		return
 	}

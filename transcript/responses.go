@@ -81,7 +81,7 @@ func responsesItem(body []byte, raw string, at, i int) (Message, error) {
 	end := at + len(raw)
 	m := Message{Index: i, Raw: body[at:end:end]}
 	var typ, role, callID, name, args string
-	members(raw, func(key, val string, _ int) {
+	members(raw, func(key, val string, off int) {
 		switch key {
 		case `"type"`:
 			typ = gjson.Parse(val).String()
@@ -90,7 +90,7 @@ func responsesItem(body []byte, raw string, at, i int) (Message, error) {
 				role = r.Str
 			}
 		case `"content"`, `"output"`:
-			m.content = val
+			m.content, m.contentAt = val, off
 		case `"call_id"`:
 			callID = gjson.Parse(val).String()
 		case `"name"`:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -129,7 +128,10 @@ type Message struct {
 	Results []ToolResult
 
 	content string // the content field's raw JSON, decoded by Text on demand
-	text    string // decoded text of a message built from an answer
+	// contentAt is content's offset in Raw when Parse read it from there;
+	// 0 otherwise (Raw opens with "{", so no member starts at 0).
+	contentAt int
+	text      string // decoded text of a message built from an answer
 }
 
 // Text returns the message's text content, parts' texts joined by "\n".
@@ -153,12 +155,8 @@ func (m *Message) System() bool { return m.Role == "system" || m.Role == "develo
 // false when Raw does not hold it (a message built from an answer, a
 // message with no such member).
 func (m *Message) Content() (raw []byte, off int, ok bool) {
-	if m.content == "" || len(m.Raw) == 0 {
-		return nil, 0, false
-	}
-	// Both alias the request body: the member lies within Raw.
-	off = int(uintptr(unsafe.Pointer(unsafe.StringData(m.content))) - uintptr(unsafe.Pointer(unsafe.SliceData(m.Raw))))
-	if off < 0 || off+len(m.content) > len(m.Raw) {
+	off = m.contentAt
+	if m.content == "" || off <= 0 || off+len(m.content) > len(m.Raw) {
 		return nil, 0, false
 	}
 	return m.Raw[off : off+len(m.content)], off, true

@@ -214,20 +214,33 @@ func (r *Record) omittedNote(reqs []string) []string {
 }
 
 // call is a tool call of a turn and its result, when the turn holds one:
-// the parts of the result's text that are read (see windows).
+// a result message (chat, Responses) or a result block (Anthropic), read
+// only when needed (see windows): a long turn is read again on each of its
+// calls, and only its newest commands keep their exit status.
 type call struct {
 	transcript.ToolCall
-	result    []string
-	hasResult bool
+	msg   *transcript.Message
+	block *transcript.ToolResult
+	read  []string // windows of the result, once read
 }
 
-// resultWindows is windows of a tool result message's text, decoding only
-// the ends of a long one: a long turn is read again on each of its calls.
-func resultWindows(m *transcript.Message) []string {
-	if first, last, n, ok := m.TextEnds(outputWindow, outputWindow); ok && n > 2*outputWindow {
-		return []string{last, first}
+func (c *call) hasResult() bool { return c.msg != nil || c.block != nil }
+
+// result returns the windows of the result's text, decoding only the ends
+// of a long tool result message; nil without a result.
+func (c *call) result() []string {
+	switch {
+	case c.read != nil:
+	case c.block != nil:
+		c.read = windows(c.block.Text())
+	case c.msg != nil:
+		if first, last, n, ok := c.msg.TextEnds(outputWindow, outputWindow); ok && n > 2*outputWindow {
+			c.read = []string{last, first}
+		} else {
+			c.read = windows(c.msg.Text())
+		}
 	}
-	return windows(m.Text())
+	return c.read
 }
 
 // readTurn folds the messages of one turn (after its opening request) into
@@ -242,39 +255,44 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 		}
 	}
 	var (
-		calls   []call
-		pending = map[string]int{} // tool-call id -> index in calls, this turn only
+		calls   []*call
+		pending = map[string]*call{} // tool-call id -> its call, this turn only
 		closing string
 	)
-	for _, m := range msgs {
+	for mi := range msgs {
+		m := &msgs[mi]
 		switch m.Role {
 		case "assistant":
 			if t := strings.TrimSpace(m.Text()); t != "" {
 				closing = t
 			}
 			for _, tc := range m.ToolCalls {
-				pending[tc.ID] = len(calls)
-				calls = append(calls, call{ToolCall: tc})
+				c := &call{ToolCall: tc}
+				pending[tc.ID] = c
+				calls = append(calls, c)
 			}
 		case "tool":
-			if i, ok := pending[m.ToolCallID]; ok {
-				calls[i].result, calls[i].hasResult = resultWindows(&m), true
+			if c, ok := pending[m.ToolCallID]; ok {
+				c.msg = m
 				delete(pending, m.ToolCallID)
 			}
 		}
 		// Anthropic's results are blocks of a user message.
-		for _, res := range m.Results {
-			if i, ok := pending[res.ID]; ok {
-				calls[i].result, calls[i].hasResult = windows(res.Text()), true
-				delete(pending, res.ID)
+		for ri := range m.Results {
+			if c, ok := pending[m.Results[ri].ID]; ok {
+				c.block = &m.Results[ri]
+				delete(pending, c.block.ID)
 			}
 		}
 	}
-	added := 0
-	// Only the turn's last test command becomes LastTest: its outcome,
-	// which searches the output, is worded once, after the loop.
-	var test *call
-	var testRec Command
+	// The exit status of a command and the outcome of the turn's last test
+	// search the output: they are read after the loop, only for the
+	// commands that stay among the newest maxCommands.
+	var (
+		ran  []*call // the call of each command added, in order
+		test *call
+		last Command // the test's command
+	)
 	for _, c := range calls {
 		args := c.Arguments
 		command := func(cmd, dir string) {
@@ -289,13 +307,10 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			seen.cds = append(seen.cds, e.dirs...)
 			seen.read, seen.changed = append(seen.read, e.read...), append(seen.changed, e.changed...)
 			rec := Command{Cmd: oneLine(cmd, maxCommand)}
-			if c.hasResult {
-				rec.Exit = exitStatus(c.result)
-			}
 			r.Commands = append(r.Commands, rec)
-			added++
+			ran = append(ran, c)
 			if isTest(cmd) {
-				test, testRec = &c, rec
+				test, last = c, rec
 			}
 		}
 		switch name := strings.ToLower(c.Name); name {
@@ -329,17 +344,24 @@ func (r *Record) readTurn(fp string, msgs []transcript.Message, seen *seenFiles)
 			r.setTodos(gjson.Get(args, "todos"))
 		}
 	}
-	if test != nil {
-		end := "" // the end of the output, the whole of a short one
-		if test.hasResult {
-			end = test.result[0]
-		}
-		r.LastTest = &TestRun{Command: testRec, Outcome: testOutcome(end, testRec.Exit, test.hasResult)}
-	}
 	if over := len(r.Commands) - maxCommands; over > 0 {
 		r.Commands = slices.Delete(r.Commands, 0, over)
 	}
-	r.Observed.Turn, r.Observed.Commands, r.Observed.Closing = fp, min(added, len(r.Commands)), closing != ""
+	kept := min(len(ran), len(r.Commands))
+	for i, c := range ran[len(ran)-kept:] {
+		if c.hasResult() {
+			r.Commands[len(r.Commands)-kept+i].Exit = exitStatus(c.result())
+		}
+	}
+	if test != nil {
+		end := "" // the end of the output, the whole of a short one
+		if test.hasResult() {
+			end = test.result()[0]
+			last.Exit = exitStatus(test.result())
+		}
+		r.LastTest = &TestRun{Command: last, Outcome: testOutcome(end, last.Exit, test.hasResult())}
+	}
+	r.Observed.Turn, r.Observed.Commands, r.Observed.Closing = fp, kept, closing != ""
 	if closing != "" {
 		r.Progress = append(r.Progress, clip(closing, maxClosing))
 		if over := len(r.Progress) - r.Observed.Done - maxClosings; over > 0 {
@@ -444,35 +466,51 @@ func oneLine(s string, n int) string {
 
 // exitPatterns find an exit status in a tool output; each runs only when
 // the output holds one of its needles (a cheap test that spares the regexp
-// engine nearly every output).
+// engine nearly every output). A word pattern matches at the start of a
+// word, in the output lowered: a regexp that begins with a literal is
+// searched for that literal first, where (?i) and \b would make the engine
+// try every position (ten times slower on a 4 KB output).
 var exitPatterns = []struct {
 	needles []string
 	re      *regexp.Regexp
+	word    bool
 }{
-	{[]string{"</returncode>"}, regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`)}, // mini-swe-agent
-	{[]string{"xit", "XIT"}, regexp.MustCompile(`(?i)\bexit(?:ed with)? (?:code|status):? ?(-?\d+)\b`)},
-	{[]string{`"exit_code"`}, regexp.MustCompile(`"exit_code":\s*(-?\d+)`)}, // Codex's code-mode exec_command result
+	{[]string{"</returncode>"}, regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`), false}, // mini-swe-agent
+	{[]string{"xit", "XIT"}, regexp.MustCompile(`exit(?:ed with)? (?:code|status):? ?(-?\d+)\b`), true},
+	{[]string{`"exit_code"`}, regexp.MustCompile(`"exit_code":\s*(-?\d+)`), false}, // Codex's code-mode exec_command result
 }
 
-// exitStatus returns the exit status a tool output shows, searching the
-// start and the end of the output only (its windows); nil when it shows
-// none.
+// exitStatus returns the exit status a tool output shows (its last one),
+// searching the start and the end of the output only (its windows); nil
+// when it shows none.
 func exitStatus(parts []string) *int {
 	for _, part := range parts {
 		for _, p := range exitPatterns {
 			if !slices.ContainsFunc(p.needles, func(n string) bool { return strings.Contains(part, n) }) {
 				continue
 			}
-			ms := p.re.FindAllStringSubmatch(part, -1)
+			text := part
+			if p.word {
+				text = strings.ToLower(part)
+			}
+			ms := p.re.FindAllStringSubmatchIndex(text, -1)
+			ms = slices.DeleteFunc(ms, func(m []int) bool { return p.word && m[0] > 0 && wordByte(text[m[0]-1]) })
 			if len(ms) == 0 {
 				continue
 			}
-			if n, err := strconv.Atoi(ms[len(ms)-1][1]); err == nil {
+			last := ms[len(ms)-1]
+			if n, err := strconv.Atoi(text[last[2]:last[3]]); err == nil {
 				return &n
 			}
 		}
 	}
 	return nil
+}
+
+// wordByte reports whether c is an ASCII letter, digit or underscore (what
+// \b counts as a word).
+func wordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // windows returns the end and the start of s, outputWindow bytes each (s

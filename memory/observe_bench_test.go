@@ -97,3 +97,20 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkObserveLongTurn measures Observe on a 1 MB transcript that is
+// one turn of 250 bash steps with 4 KB outputs (an agent working through a
+// long request): the turn is read again on each of its calls.
+func BenchmarkObserveLongTurn(b *testing.B) {
+	body := chattest.Body(longTurn(250, 4<<10)...)
+	tr := chattest.Parse(b, body)
+	obs := Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("Next step."), SSE: true, Status: 200}
+	var warm Record
+	warm.Observe(obs)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := warm
+		r.Observe(obs)
+	}
+}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -354,13 +355,18 @@ func TestExitStatus(t *testing.T) {
 		"FAIL\nexit status 1\nFAIL\tpkg 0.1s":                  1,
 		"Process exited with code 127":                         127,
 		strings.Repeat("x", 3*outputWindow) + "\nexit code: 4": 4,
+		"EXIT STATUS: 5":                                       5,
+		"exit code: 1\nretry\nexit code: 2":                    2, // the last one
+		"Ünïcödé line\n(exit code: 7)":                         7,
+		"reexit code: 3\nexit code: 6":                         6, // a word's start only
 	} {
 		got := exitStatus(windows(out))
 		if got == nil || *got != want {
 			t.Errorf("exitStatus(%.40q) = %v, want %d", out, got, want)
 		}
 	}
-	for _, out := range []string{"", "hello\n", "exited cleanly", strings.Repeat("x", 3*outputWindow)} {
+	for _, out := range []string{"", "hello\n", "exited cleanly", strings.Repeat("x", 3*outputWindow),
+		"reexit code: 3", "make_exit code: 9", "exit code: 12abc"} {
 		if got := exitStatus(windows(out)); got != nil {
 			t.Errorf("exitStatus(%.40q) = %d, want nil", out, *got)
 		}
@@ -450,5 +456,55 @@ func TestObserveCodexTools(t *testing.T) {
 	r.Observe(Observation{Transcript: tr, Turns: []int{0}})
 	if !slices.Equal(r.FilesChanged, []string{"/w/a.go"}) || r.LastTest == nil || r.LastTest.Cmd != "go test ./..." || *r.LastTest.Exit != 1 || r.Workspace != "/w" {
 		t.Errorf("record %+v", r)
+	}
+}
+
+// longTurn is one request followed by n bash steps in the same turn; step
+// i runs "make step-i" (a pytest run every tenth step) and its output,
+// about out bytes, ends with "exit code: i%3".
+func longTurn(n, out int) []chat.Message {
+	ms := []chat.Message{chattest.System("You are opencode."), chattest.User("Fix the build.")}
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		cmd := fmt.Sprintf("make step-%d", i)
+		if i%10 == 0 {
+			cmd = fmt.Sprintf("pytest -q tests/test_%d.py", i)
+		}
+		ms = append(ms, chattest.ToolCall(id, "bash", map[string]string{"command": cmd}),
+			chattest.ToolResult(id, strings.Repeat("output line\n", out/12)+fmt.Sprintf("exit code: %d\n", i%3)))
+	}
+	return ms
+}
+
+// TestObserveLongTurn: in a turn of more commands than the record keeps,
+// every kept command has the exit status of its own result, and the last
+// test keeps its outcome even when newer commands pushed it out of the
+// list.
+func TestObserveLongTurn(t *testing.T) {
+	for _, n := range []int{5, maxCommands, maxCommands + 1, 75} {
+		for _, out := range []int{100, 3 * outputWindow} {
+			t.Run(fmt.Sprintf("%d steps of %d bytes", n, out), func(t *testing.T) {
+				tr := chattest.Parse(t, chattest.Body(longTurn(n, out)...))
+				var r Record
+				r.Observe(Observation{Transcript: tr, Turns: []int{0}})
+				if want := min(n, maxCommands); len(r.Commands) != want {
+					t.Fatalf("%d commands, want %d", len(r.Commands), want)
+				}
+				for k, c := range r.Commands {
+					i := n - len(r.Commands) + k
+					if !strings.HasSuffix(c.Cmd, fmt.Sprintf("-%d", i)) && !strings.HasSuffix(c.Cmd, fmt.Sprintf("_%d.py", i)) {
+						t.Fatalf("command %d is %q, want step %d", k, c.Cmd, i)
+					}
+					if c.Exit == nil || *c.Exit != i%3 {
+						t.Errorf("%q: exit %v, want %d", c.Cmd, c.Exit, i%3)
+					}
+				}
+				last := (n - 1) / 10 * 10
+				if r.LastTest == nil || r.LastTest.Cmd != fmt.Sprintf("pytest -q tests/test_%d.py", last) ||
+					r.LastTest.Exit == nil || *r.LastTest.Exit != last%3 {
+					t.Fatalf("last test %+v, want step %d with exit %d", r.LastTest, last, last%3)
+				}
+			})
+		}
 	}
 }

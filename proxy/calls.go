@@ -4,11 +4,10 @@ import (
 	"container/list"
 	"encoding/json"
 	"sync"
-	"unsafe"
 
 	"github.com/rcm-dev/rcm/compaction"
 	"github.com/rcm-dev/rcm/memory"
-	"github.com/tidwall/gjson"
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // details adds what the inspector shows of a call to its event: the
@@ -122,12 +121,9 @@ func (p *prefixes) take(a *assembly) *prefixShare {
 func (ps *prefixShare) measure() {
 	p := ps.p
 	defer close(ps.this.ready)
-	// gjson.GetBytes would copy the array it finds (a megabyte, in a long
-	// session); the body is never written to after it was built, so it
-	// can be read as a string in place.
 	ctx := ps.body
-	if m := gjson.Get(unsafe.String(unsafe.SliceData(ctx), len(ctx)), "messages"); m.IsArray() && m.Index > 0 {
-		ctx = ctx[m.Index : m.Index+len(m.Raw)]
+	if start, end, ok := transcript.Span(ctx, "messages"); ok && ctx[start] == '[' {
+		ctx = ctx[start:end]
 	}
 	if ps.prev != nil {
 		<-ps.prev.ready

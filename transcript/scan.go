@@ -108,3 +108,18 @@ func skipValue(s string, i int) int {
 	}
 	return i
 }
+
+// Span returns the offsets in body of the value of the top-level member
+// named key (unquoted) of a JSON object, found without decoding or
+// validating anything: a body that is not JSON gives a meaningless span or
+// none, never a panic. The proxy measures what it forwarded with it, off
+// the request path and in native mode too, where nothing has parsed the
+// body.
+func Span(body []byte, key string) (start, end int, ok bool) {
+	members(alias(body), func(k, v string, off int) {
+		if !ok && len(k) == len(key)+2 && k[1:len(k)-1] == key {
+			start, end, ok = off, off+len(v), true
+		}
+	})
+	return start, end, ok
+}

@@ -39,6 +39,53 @@ func FuzzMembers(f *testing.F) {
 	})
 }
 
+// FuzzSpan: on a valid JSON object Span finds the member gjson finds (its
+// first, where gjson's path finds the last of duplicates: none here); on
+// any input it returns a span inside the body, or none.
+func FuzzSpan(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a\"messages\""}],"tools":[]}`), "messages")
+	f.Add([]byte(`{"a":{"messages":1},"messages" : [ ] }`), "messages")
+	f.Add([]byte(`{"messages`), "messages")
+	f.Add([]byte(`not json "messages":[1]`), "messages")
+	f.Fuzz(func(t *testing.T, body []byte, key string) {
+		start, end, ok := Span(body, key)
+		if !ok {
+			start, end = 0, 0
+		}
+		if start < 0 || start > end || end > len(body) {
+			t.Fatalf("span [%d:%d] of %d bytes", start, end, len(body))
+		}
+		if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() || !plainKey(key) {
+			return
+		}
+		n := 0
+		gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+			if k.Raw == `"`+key+`"` {
+				n++
+			}
+			return true
+		})
+		if n > 1 {
+			return
+		}
+		want := gjson.GetBytes(body, key)
+		if ok != want.Exists() || ok && string(body[start:end]) != want.Raw {
+			t.Fatalf("Span %v %q, gjson %v %q", ok, body[start:end], want.Exists(), want.Raw)
+		}
+	})
+}
+
+// plainKey reports whether key is a name gjson's path syntax reads as
+// itself.
+func plainKey(key string) bool {
+	for i, c := range key {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return key != ""
+}
+
 // FuzzElements: on any valid JSON array, elements sees the same raw values
 // at the right offsets as gjson does.
 func FuzzElements(f *testing.F) {

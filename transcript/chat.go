@@ -22,8 +22,8 @@ func parseArray(body []byte, f Format, field func(m *Message, key, val string, o
 	if !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	err = t.readArray(arr, func(body []byte, raw string, at, i int) (Message, error) {
-		return readMessage(body, raw, at, i, field)
+	err = t.readArray(arr, func(m *Message, raw string) error {
+		return readMessage(m, raw, field)
 	})
 	if err != nil {
 		return nil, err
@@ -61,41 +61,42 @@ func parseMember(body []byte, f Format, key string) (*Transcript, string, error)
 }
 
 // readArray appends to t.Messages each element of arr, the array at
-// t.arrStart, read through message.
-func (t *Transcript) readArray(arr string, message func(body []byte, raw string, at, i int) (Message, error)) error {
+// t.arrStart, read through message into its place (Index and Raw set).
+func (t *Transcript) readArray(arr string, message func(m *Message, raw string) error) error {
 	var err error
+	// About one message a kilobyte: a long session's array grows once or
+	// twice instead of a dozen times.
+	t.Messages = make([]Message, 0, len(arr)>>10+4)
 	elements(arr, func(val string, off int) {
 		if err != nil {
 			return
 		}
-		var m Message
-		if m, err = message(t.Body, val, t.arrStart+off, len(t.Messages)); err == nil {
-			t.Messages = append(t.Messages, m)
-		}
+		at := t.arrStart + off
+		end := at + len(val)
+		t.Messages = append(t.Messages, Message{Index: len(t.Messages), Raw: t.Body[at:end:end]})
+		err = message(&t.Messages[len(t.Messages)-1], val)
 	})
 	return err
 }
 
-// readMessage reads one element of a messages array at offset at of body:
-// an object with a string role, whose other members field reads.
-func readMessage(body []byte, raw string, at, i int, field func(m *Message, key, val string, off int)) (Message, error) {
+// readMessage reads one element of a messages array, raw, into m: an
+// object with a string role, whose other members field reads.
+func readMessage(m *Message, raw string, field func(m *Message, key, val string, off int)) error {
 	if !strings.HasPrefix(raw, "{") {
-		return Message{}, ErrBadMessage
+		return ErrBadMessage
 	}
-	end := at + len(raw)
-	m := Message{Index: i, Raw: body[at:end:end]}
 	hasRole := false
 	members(raw, func(key, val string, off int) {
 		if key != `"role"` {
-			field(&m, key, val, off)
+			field(m, key, val, off)
 		} else if r := gjson.Parse(val); r.Type == gjson.String {
 			m.Role, hasRole = r.Str, true
 		}
 	})
 	if !hasRole {
-		return Message{}, ErrBadMessage
+		return ErrBadMessage
 	}
-	return m, nil
+	return nil
 }
 
 // chatField reads a chat message's content (left encoded), tool calls and

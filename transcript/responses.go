@@ -73,13 +73,11 @@ func parseResponses(body []byte) (*Transcript, error) {
 	return t, nil
 }
 
-// responsesItem reads one input item.
-func responsesItem(body []byte, raw string, at, i int) (Message, error) {
+// responsesItem reads one input item, raw, into m.
+func responsesItem(m *Message, raw string) error {
 	if !strings.HasPrefix(raw, "{") {
-		return Message{}, ErrBadMessage
+		return ErrBadMessage
 	}
-	end := at + len(raw)
-	m := Message{Index: i, Raw: body[at:end:end]}
 	var typ, role, callID, name, args string
 	members(raw, func(key, val string, off int) {
 		switch key {
@@ -104,7 +102,7 @@ func responsesItem(body []byte, raw string, at, i int) (Message, error) {
 		m.Role, m.content = "developer", ""
 	case typ == "message" || typ == "":
 		if role == "" {
-			return Message{}, ErrBadMessage
+			return ErrBadMessage
 		}
 		m.Role = role
 		if role == "user" && codexInjected(m.Text()) {
@@ -120,7 +118,7 @@ func responsesItem(body []byte, raw string, at, i int) (Message, error) {
 		// no text of its own (a reasoning summary is not an answer).
 		m.Role, m.content = "assistant", ""
 	}
-	return m, nil
+	return nil
 }
 
 // Summaries returns the indexes of the messages that carry a

@@ -22,8 +22,8 @@ func parseArray(body []byte, f Format, field func(m *Message, key, val string, o
 	if !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	err = t.readArray(arr, func(m *Message, raw string) error {
-		return readMessage(m, raw, field)
+	err = t.readArray(arr, func(m *Message, rest string) (int, error) {
+		return readMessage(m, rest, field)
 	})
 	if err != nil {
 		return nil, err
@@ -61,32 +61,39 @@ func parseMember(body []byte, f Format, key string) (*Transcript, string, error)
 }
 
 // readArray appends to t.Messages each element of arr, the array at
-// t.arrStart, read through message into its place (Index and Raw set).
-func (t *Transcript) readArray(arr string, message func(m *Message, raw string) error) error {
+// t.arrStart, read through message into its place (Index set, then Raw
+// from the length message returns); message gets the rest of arr from the
+// element on.
+func (t *Transcript) readArray(arr string, message func(m *Message, rest string) (int, error)) error {
 	var err error
 	// About one message a kilobyte: a long session's array grows once or
 	// twice instead of a dozen times.
 	t.Messages = make([]Message, 0, len(arr)>>10+4)
-	elements(arr, func(val string, off int) {
+	elements(arr, func(rest string, off int) int {
 		if err != nil {
-			return
+			return len(rest)
 		}
-		at := t.arrStart + off
-		end := at + len(val)
-		t.Messages = append(t.Messages, Message{Index: len(t.Messages), Raw: t.Body[at:end:end]})
-		err = message(&t.Messages[len(t.Messages)-1], val)
+		t.Messages = append(t.Messages, Message{Index: len(t.Messages)})
+		m := &t.Messages[len(t.Messages)-1]
+		var n int
+		if n, err = message(m, rest); err == nil {
+			at := t.arrStart + off
+			m.Raw = t.Body[at : at+n : at+n]
+		}
+		return n
 	})
 	return err
 }
 
-// readMessage reads one element of a messages array, raw, into m: an
-// object with a string role, whose other members field reads.
-func readMessage(m *Message, raw string, field func(m *Message, key, val string, off int)) error {
-	if !strings.HasPrefix(raw, "{") {
-		return ErrBadMessage
+// readMessage reads the element of a messages array that opens rest into
+// m, and returns its length: an object with a string role, whose other
+// members field reads.
+func readMessage(m *Message, rest string, field func(m *Message, key, val string, off int)) (int, error) {
+	if !strings.HasPrefix(rest, "{") {
+		return 0, ErrBadMessage
 	}
 	hasRole := false
-	members(raw, func(key, val string, off int) {
+	n := members(rest, func(key, val string, off int) {
 		if key != `"role"` {
 			field(m, key, val, off)
 		} else if r := gjson.Parse(val); r.Type == gjson.String {
@@ -94,9 +101,9 @@ func readMessage(m *Message, raw string, field func(m *Message, key, val string,
 		}
 	})
 	if !hasRole {
-		return ErrBadMessage
+		return 0, ErrBadMessage
 	}
-	return nil
+	return n, nil
 }
 
 // chatField reads a chat message's content (left encoded), tool calls and

@@ -73,13 +73,14 @@ func parseResponses(body []byte) (*Transcript, error) {
 	return t, nil
 }
 
-// responsesItem reads one input item, raw, into m.
-func responsesItem(m *Message, raw string) error {
-	if !strings.HasPrefix(raw, "{") {
-		return ErrBadMessage
+// responsesItem reads the input item that opens rest into m, and returns
+// its length.
+func responsesItem(m *Message, rest string) (int, error) {
+	if !strings.HasPrefix(rest, "{") {
+		return 0, ErrBadMessage
 	}
 	var typ, role, callID, name, args string
-	members(raw, func(key, val string, off int) {
+	n := members(rest, func(key, val string, off int) {
 		switch key {
 		case `"type"`:
 			typ = gjson.Parse(val).String()
@@ -102,7 +103,7 @@ func responsesItem(m *Message, raw string) error {
 		m.Role, m.content = "developer", ""
 	case typ == "message" || typ == "":
 		if role == "" {
-			return ErrBadMessage
+			return 0, ErrBadMessage
 		}
 		m.Role = role
 		if role == "user" && codexInjected(m.Text()) {
@@ -118,7 +119,7 @@ func responsesItem(m *Message, raw string) error {
 		// no text of its own (a reasoning summary is not an answer).
 		m.Role, m.content = "assistant", ""
 	}
-	return nil
+	return n, nil
 }
 
 // Summaries returns the indexes of the messages that carry a

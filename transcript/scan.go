@@ -3,13 +3,15 @@ package transcript
 import "strings"
 
 // members calls fn with the raw key (quotes included), the raw value and
-// the value's offset in obj of each member of the JSON object obj, decoding
-// neither: a message's content is often most of its bytes and most calls
-// never read it. obj must be valid JSON (Parse validates the body first).
-func members(obj string, fn func(key, value string, off int)) {
+// the value's offset in obj of each member of the JSON object that opens
+// obj, decoding neither: a message's content is often most of its bytes and
+// most calls never read it. It returns the index just past the object (what
+// follows it in obj is not read). obj must be valid JSON or a valid prefix
+// of it (Parse validates the body first).
+func members(obj string, fn func(key, value string, off int)) int {
 	i := strings.IndexByte(obj, '{')
 	if i < 0 {
-		return
+		return len(obj)
 	}
 	for i++; i < len(obj); {
 		switch obj[i] {
@@ -24,16 +26,19 @@ func members(obj string, fn func(key, value string, off int)) {
 			i = skipValue(obj, i)
 			fn(key, obj[v:i], v)
 		case '}':
-			return
+			return i + 1
 		default:
 			i++
 		}
 	}
+	return len(obj)
 }
 
-// elements calls fn with the raw value and offset in arr of each element of
-// the JSON array arr (valid JSON), without decoding them.
-func elements(arr string, fn func(value string, off int)) {
+// elements calls fn with the rest of the JSON array arr (valid JSON) from
+// each of its elements on, and the element's offset in arr; fn reads the
+// element and returns its length. A reader that walks an element anyway
+// (members does) spares a second scan of it.
+func elements(arr string, fn func(rest string, off int) int) {
 	i := strings.IndexByte(arr, '[')
 	if i < 0 {
 		return
@@ -45,9 +50,7 @@ func elements(arr string, fn func(value string, off int)) {
 		case c == ',' || isSpace(c):
 			i++
 		default:
-			v := i
-			i = skipValue(arr, i)
-			fn(arr[v:i], v)
+			i += max(fn(arr[i:], i), 1)
 		}
 	}
 }

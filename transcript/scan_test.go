@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -22,12 +23,15 @@ func FuzzMembers(f *testing.F) {
 			want = append(want, kv{k.Raw, v.Raw})
 			return true
 		})
-		members(obj, func(k, v string, off int) {
+		end := members(obj+`,{"next":1}]`, func(k, v string, off int) {
 			if obj[off:off+len(v)] != v {
 				t.Fatalf("offset %d does not hold %q", off, v)
 			}
 			got = append(got, kv{k, v})
 		})
+		if want := len(strings.TrimRight(obj, " \t\r\n")); end != want {
+			t.Fatalf("members ends at %d, want %d", end, want)
+		}
 		if len(got) != len(want) {
 			t.Fatalf("members %q, gjson %q", got, want)
 		}
@@ -101,11 +105,13 @@ func FuzzElements(f *testing.F) {
 			want = append(want, v.Raw)
 			return true
 		})
-		elements(arr, func(v string, off int) {
+		elements(arr, func(rest string, off int) int {
+			v := rest[:skipValue(rest, 0)]
 			if arr[off:off+len(v)] != v {
 				t.Fatalf("offset %d does not hold %q", off, v)
 			}
 			got = append(got, v)
+			return len(v)
 		})
 		if len(got) != len(want) {
 			t.Fatalf("elements %q, gjson %q", got, want)

@@ -39,3 +39,25 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 	p.wait(ctx, "s")
 	stuck(func() {})
 }
+
+// TestPendingSettles: a call's writes hold off after its answer, and a call
+// of the same session that waits for them ends that delay, for the writes
+// of earlier calls still queued too.
+func TestPendingSettles(t *testing.T) {
+	p := pending{settle: time.Hour}
+	ran := make(chan int, 2)
+	first, second := p.begin("s"), p.begin("s")
+	first(func() { ran <- 1 })
+	second(func() { ran <- 2 })
+	select {
+	case n := <-ran:
+		t.Fatalf("write %d ran during its settle delay", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, outcome := p.wait(context.Background(), "s"); outcome != "done" {
+		t.Fatalf("wait ended %q, want done: the delay held", outcome)
+	}
+	if a, b := <-ran, <-ran; a != 1 || b != 2 {
+		t.Fatalf("writes ran in order %d %d", a, b)
+	}
+}

@@ -15,8 +15,9 @@ type adapter struct {
 	// kind tells what the call is for from the parsed body and the
 	// request's hints (Parse makes a Subagent of an Agent call).
 	kind func(t *Transcript, h Hints) Kind
-	// opens reports whether message i opens a turn, and how.
-	opens func(ms []Message, i int) (TurnKind, bool)
+	// opens reports whether message i opens a turn, how, and with what
+	// text (the message's Text, which the turn's fingerprint hashes).
+	opens func(ms []Message, i int) (TurnKind, string, bool)
 	// settle, when not nil, rewrites an Edit into one that yields a valid
 	// request of the format (pairing rules, cache markers) before Rebuild
 	// splices it. It must not change an Edit that keeps everything as sent.
@@ -82,7 +83,7 @@ func Parse(f Format, body []byte, h Hints) (*Transcript, error) {
 	if t.Kind == Agent && h.Subagent {
 		t.Kind = Subagent
 	}
-	t.Turns, t.Preamble = segment(t.Messages, a.opens)
+	t.Turns, t.Preamble, t.fps = segment(t.Messages, a.opens)
 	return t, nil
 }
 

@@ -3,6 +3,7 @@ package transcript
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 )
 
 // Fingerprint identifies a turn within its conversation: a hash chained over
@@ -14,18 +15,17 @@ type Fingerprint [16]byte
 
 func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
 
-// Fingerprints returns one fingerprint per turn, in order. Successive calls
-// of a growing session give the same fingerprints for the turns they share.
+// Fingerprints returns one fingerprint per turn, in order (a copy of
+// those Parse computed). Successive calls of a growing session give the
+// same fingerprints for the turns they share.
 func (t *Transcript) Fingerprints() []Fingerprint {
+	if len(t.fps) == len(t.Turns) {
+		return slices.Clone(t.fps)
+	}
 	fps := make([]Fingerprint, len(t.Turns))
-	var prev Fingerprint
+	var c chain
 	for i, turn := range t.Turns {
-		h := sha256.New()
-		h.Write(prev[:])
-		h.Write([]byte{byte(turn.Kind)})
-		h.Write([]byte(t.Messages[turn.Start].Text()))
-		copy(fps[i][:], h.Sum(nil))
-		prev = fps[i]
+		fps[i] = c.next(turn.Kind, t.Messages[turn.Start].Text())
 	}
 	return fps
 }
@@ -51,4 +51,19 @@ func (t *Transcript) Keep(turns []int) []int {
 		}
 	}
 	return kept
+}
+
+// chain hashes turns one after another, each fingerprint over the previous
+// one, the turn's kind and its opening text (in one reused buffer: the
+// hash.Hash interface would copy each text to write it).
+type chain struct {
+	prev Fingerprint
+	buf  []byte
+}
+
+func (c *chain) next(kind TurnKind, text string) Fingerprint {
+	c.buf = append(append(append(c.buf[:0], c.prev[:]...), byte(kind)), text...)
+	sum := sha256.Sum256(c.buf)
+	copy(c.prev[:], sum[:])
+	return c.prev
 }

@@ -99,13 +99,13 @@ func messagesKind(t *Transcript, _ Hints) Kind {
 // may carry text after the results); Claude Code's message holding a
 // compaction's summary opens a Summary turn; OpenCode's own messages follow
 // its chat rule.
-func opensMessagesTurn(ms []Message, i int) (TurnKind, bool) {
+func opensMessagesTurn(ms []Message, i int) (TurnKind, string, bool) {
 	m := &ms[i]
 	if m.Role != "user" || strings.TrimSpace(m.text) == "" || firstBlockIs(m.Raw, "tool_result") {
-		return 0, false
+		return 0, "", false
 	}
 	if strings.HasPrefix(strings.TrimSpace(m.text), continuedPrefix) {
-		return Summary, true
+		return Summary, m.Text(), true
 	}
 	return opensTurn(ms, i)
 }

@@ -35,11 +35,13 @@ func isContinuation(text string) bool {
 }
 
 // segment splits messages into turns where opensTurn says one opens;
-// everything else belongs to the turn it follows.
-func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, bool)) (turns []Turn, preamble int) {
+// everything else belongs to the turn it follows. It fingerprints each turn
+// with the opening text opensTurn decoded anyway.
+func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool)) (turns []Turn, preamble int, fps []Fingerprint) {
 	preamble = len(ms)
+	var c chain
 	for i := range ms {
-		kind, opens := opensTurn(ms, i)
+		kind, text, opens := opensTurn(ms, i)
 		if !opens {
 			continue
 		}
@@ -49,25 +51,26 @@ func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, bool)) (tur
 			turns[len(turns)-1].End = i
 		}
 		turns = append(turns, Turn{Kind: kind, Start: i, End: len(ms)})
+		fps = append(fps, c.next(kind, text))
 	}
-	return turns, preamble
+	return turns, preamble, fps
 }
 
 // opensTurn is the chat rule: a turn opens at a user request; tool results,
 // synthetic continuation prompts and anything else belong to the turn they
 // follow. OpenCode's post-compaction recap (the question "What did we do so
 // far?" answered by the summary) opens a Summary turn.
-func opensTurn(ms []Message, i int) (TurnKind, bool) {
+func opensTurn(ms []Message, i int) (TurnKind, string, bool) {
 	m := &ms[i]
 	if m.Role != "user" {
-		return 0, false
+		return 0, "", false
 	}
 	text := m.Text()
 	if isContinuation(text) {
-		return 0, false
+		return 0, "", false
 	}
 	if strings.TrimSpace(text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {
-		return Summary, true
+		return Summary, text, true
 	}
-	return Request, true
+	return Request, text, true
 }

@@ -260,7 +260,8 @@ type Transcript struct {
 	Preamble int
 	Turns    []Turn
 
-	arrStart, arrEnd int // span of the messages array, brackets included
+	arrStart, arrEnd int           // span of the messages array, brackets included
+	fps              []Fingerprint // per turn, computed by Parse
 }
 
 // Instructions returns the system prompt a format carries outside its

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,6 +262,35 @@ func TestFingerprintsStableWhileSessionGrows(t *testing.T) {
 	ts, _ := Parse(OpenAIChat, []byte(same), Hints{})
 	if fs := ts.Fingerprints(); fs[0] == fs[1] {
 		t.Fatal("repeated request got the same fingerprint")
+	}
+}
+
+// TestFingerprintsFromParse: the fingerprints Parse computes while it
+// segments (from the texts it decodes anyway) are those of the turns'
+// opening texts, on every captured request of the three clients.
+func TestFingerprintsFromParse(t *testing.T) {
+	n := 0
+	for _, dir := range []string{capture.Dir(), capture.ClaudeCodeDir(), filepath.Join(capture.Dir(), "..", "codex")} {
+		for _, name := range capture.NamesIn(t, dir) {
+			r := capture.LoadIn(t, dir, name)
+			f, call := FormatOf(r.Path)
+			if !call || r.Body == nil {
+				continue
+			}
+			tr, err := Parse(f, r.Body, f.Hints(r.Header))
+			if err != nil {
+				continue // not a model call's body (a WebSocket frame)
+			}
+			got := tr.Fingerprints()
+			tr.fps = nil
+			if want := tr.Fingerprints(); !slices.Equal(got, want) || len(got) != len(tr.Turns) {
+				t.Errorf("%s: Parse's fingerprints %v, from the texts %v", name, got, want)
+			}
+			n += len(got)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d turns fingerprinted across the captures", n)
 	}
 }
 

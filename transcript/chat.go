@@ -49,10 +49,11 @@ func parseMember(body []byte, f Format, key string) (*Transcript, string, error)
 		return nil, "", ErrNotObject
 	}
 	val, at := "", -1
-	members(src, func(k, v string, off int) {
-		if at < 0 && k == key {
+	members(src, func(k, v string, off int) bool {
+		if k == key {
 			val, at = v, off
 		}
+		return at < 0
 	})
 	if at < 0 {
 		return nil, "", ErrNoMessages
@@ -93,12 +94,13 @@ func readMessage(m *Message, rest string, field func(m *Message, key, val string
 		return 0, ErrBadMessage
 	}
 	hasRole := false
-	n := members(rest, func(key, val string, off int) {
+	n := members(rest, func(key, val string, off int) bool {
 		if key != `"role"` {
 			field(m, key, val, off)
 		} else if r := gjson.Parse(val); r.Type == gjson.String {
 			m.Role, hasRole = r.Str, true
 		}
+		return true
 	})
 	if !hasRole {
 		return 0, ErrBadMessage

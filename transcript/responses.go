@@ -80,7 +80,7 @@ func responsesItem(m *Message, rest string) (int, error) {
 		return 0, ErrBadMessage
 	}
 	var typ, role, callID, name, args string
-	n := members(rest, func(key, val string, off int) {
+	n := members(rest, func(key, val string, off int) bool {
 		switch key {
 		case `"type"`:
 			typ = gjson.Parse(val).String()
@@ -97,6 +97,7 @@ func responsesItem(m *Message, rest string) (int, error) {
 		case `"arguments"`, `"input"`:
 			args = gjson.Parse(val).String()
 		}
+		return true
 	})
 	switch {
 	case typ == "additional_tools", typ == "compaction", typ == "compaction_summary", typ == "compaction_trigger":

@@ -6,9 +6,10 @@ import "strings"
 // the value's offset in obj of each member of the JSON object that opens
 // obj, decoding neither: a message's content is often most of its bytes and
 // most calls never read it. It returns the index just past the object (what
-// follows it in obj is not read). obj must be valid JSON or a valid prefix
-// of it (Parse validates the body first).
-func members(obj string, fn func(key, value string, off int)) int {
+// follows it in obj is not read), or just past the member for which fn
+// returned false (the rest is not read either). obj must be valid JSON or
+// a valid prefix of it (Parse validates the body first).
+func members(obj string, fn func(key, value string, off int) bool) int {
 	i := strings.IndexByte(obj, '{')
 	if i < 0 {
 		return len(obj)
@@ -24,7 +25,9 @@ func members(obj string, fn func(key, value string, off int)) int {
 			}
 			v := i
 			i = skipValue(obj, i)
-			fn(key, obj[v:i], v)
+			if !fn(key, obj[v:i], v) {
+				return i
+			}
 		case '}':
 			return i + 1
 		default:
@@ -119,10 +122,11 @@ func skipValue(s string, i int) int {
 // the request path and in native mode too, where nothing has parsed the
 // body.
 func Span(body []byte, key string) (start, end int, ok bool) {
-	members(alias(body), func(k, v string, off int) {
-		if !ok && len(k) == len(key)+2 && k[1:len(k)-1] == key {
+	members(alias(body), func(k, v string, off int) bool {
+		if len(k) == len(key)+2 && k[1:len(k)-1] == key {
 			start, end, ok = off, off+len(v), true
 		}
+		return !ok
 	})
 	return start, end, ok
 }

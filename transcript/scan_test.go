@@ -23,14 +23,26 @@ func FuzzMembers(f *testing.F) {
 			want = append(want, kv{k.Raw, v.Raw})
 			return true
 		})
-		end := members(obj+`,{"next":1}]`, func(k, v string, off int) {
+		end := members(obj+`,{"next":1}]`, func(k, v string, off int) bool {
 			if obj[off:off+len(v)] != v {
 				t.Fatalf("offset %d does not hold %q", off, v)
 			}
 			got = append(got, kv{k, v})
+			return true
 		})
 		if want := len(strings.TrimRight(obj, " \t\r\n")); end != want {
 			t.Fatalf("members ends at %d, want %d", end, want)
+		}
+		// Stopped at a member, it reads no further.
+		if len(want) > 0 {
+			stop, seen, past := len(want)/2, 0, 0
+			end := members(obj, func(k, v string, off int) bool {
+				seen, past = seen+1, off+len(v)
+				return seen <= stop
+			})
+			if seen != stop+1 || end != past {
+				t.Fatalf("stopped at member %d: saw %d, ended at %d, want %d", stop, seen, end, past)
+			}
 		}
 		if len(got) != len(want) {
 			t.Fatalf("members %q, gjson %q", got, want)

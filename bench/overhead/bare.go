@@ -1,0 +1,18 @@
+package overhead
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+)
+
+// Bare is the plainest Go reverse proxy in front of upstream (an API root
+// such as http://127.0.0.1:8080): httputil.ReverseProxy flushing at once,
+// nothing else. What it adds over direct is the floor any Go proxy pays on
+// the machine (a second loopback hop, the server and transport of
+// net/http), which native mode is measured against.
+func Bare(upstream *url.URL) http.Handler {
+	p := httputil.NewSingleHostReverseProxy(upstream)
+	p.FlushInterval = -1
+	return p
+}

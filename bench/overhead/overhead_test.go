@@ -85,7 +85,7 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	}
 	var out strings.Builder
 	res.Write(&out)
-	for _, want := range []string{"### Latency, 4 KB body (2 agents", "### Latency, 30 KB body", "| native |", "| bare |", "| broken |",
+	for _, want := range []string{"### Latency, 4 KB body (2 agents, 0s pause ± 50%)", "### Latency, 30 KB body", "| native |", "| bare |", "| broken |",
 		"### Throughput, 30 KB body (2 connections", "native p50 over direct, 30 KB",
 		"a bare httputil.ReverseProxy p50 over direct"} {
 		if !strings.Contains(out.String(), want) {
@@ -137,5 +137,35 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(nil, 50) != 0 {
 		t.Error("percentile of nothing")
+	}
+}
+
+func TestRotatedVisitsEveryTargetOnce(t *testing.T) {
+	ts := []Target{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	for round := range 4 {
+		var order []string
+		for i, tg := range rotated(ts, round) {
+			if ts[i] != tg {
+				t.Fatalf("index %d holds %s, not %s", i, ts[i].Name, tg.Name)
+			}
+			order = append(order, tg.Name)
+		}
+		if len(order) != 3 || order[0] != ts[round%3].Name || order[0] == order[1] || order[1] == order[2] || order[0] == order[2] {
+			t.Fatalf("round %d visits %v", round, order)
+		}
+	}
+}
+
+func TestJitterBounds(t *testing.T) {
+	up := httptest.NewServer(Upstream())
+	defer up.Close()
+	if _, err := Run(context.Background(), Config{Targets: []Target{{"direct", up.URL + "/v1"}}, Jitter: 1.5}); err == nil {
+		t.Fatal("a jitter above 1 (pauses below zero) was taken")
+	}
+	for _, c := range []struct{ in, want float64 }{{0, 0.5}, {-1, 0}, {0.2, 0.2}} {
+		cfg := Config{Targets: []Target{{}}, Jitter: c.in}
+		if err := cfg.defaults(); err != nil || cfg.Jitter != c.want {
+			t.Errorf("jitter %g: %g, %v; want %g", c.in, cfg.Jitter, err, c.want)
+		}
 	}
 }

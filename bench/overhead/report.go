@@ -26,7 +26,7 @@ var goals = []struct {
 func (r *Result) Write(w io.Writer) {
 	cfg := r.Config
 	for _, s := range r.Sizes {
-		fmt.Fprintf(w, "\n### Latency, %s body (%d agents, %s pause)\n\n", bytesString(s.Bytes), cfg.Agents, cfg.Pause)
+		fmt.Fprintf(w, "\n### Latency, %s body (%d agents, %s pause ± %.0f%%)\n\n", bytesString(s.Bytes), cfg.Agents, cfg.Pause, 100*cfg.Jitter)
 		fmt.Fprintln(w, "| target | p50 | p90 | p99 | p50 over direct | calls | errors |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 		ref := s.Targets[0].P50

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -28,6 +29,11 @@ type Config struct {
 	Calls   int      // calls per agent per round [10]
 	Pause   time.Duration
 	// Pause is the wait between an answer and the agent's next call [100 ms].
+	Jitter float64
+	// Jitter spreads each pause uniformly over Pause ± Jitter×Pause (seeded
+	// per agent), so that agents, like real ones, drift apart instead of
+	// calling in lock step [0.5; negative: none, every call of every agent
+	// collides].
 	Conns    int           // connections of the throughput phase [8]
 	Duration time.Duration // throughput phase per target and round [2 s]
 	RateSize int           // body size of the throughput phase [30 KB]
@@ -60,6 +66,14 @@ func (c *Config) defaults() error {
 	}
 	if c.Duration <= 0 {
 		c.Duration = 2 * time.Second
+	}
+	switch {
+	case c.Jitter < 0:
+		c.Jitter = 0
+	case c.Jitter == 0:
+		c.Jitter = 0.5
+	case c.Jitter > 1:
+		return fmt.Errorf("overhead: jitter %g: want at most 1", c.Jitter)
 	}
 	return nil
 }
@@ -104,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		lat := make([][]time.Duration, len(cfg.Targets)) // every call, every round
 		errs := make([]int, len(cfg.Targets))
 		for round := range cfg.Rounds {
-			for i, t := range cfg.Targets {
+			for i, t := range rotated(cfg.Targets, round) {
 				d, e := latencyPhase(ctx, client, cfg, t, size, round)
 				lat[i], errs[i] = append(lat[i], d...), errs[i]+e
 				cfg.progress("latency %s %s round %d: p50 %s", t.Name, bytesString(size), round+1, percentile(d, 50))
@@ -120,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rates := make([][]float64, len(cfg.Targets))
 	errs := make([]int, len(cfg.Targets))
 	for round := range cfg.Rounds {
-		for i, t := range cfg.Targets {
+		for i, t := range rotated(cfg.Targets, round) {
 			r, e := ratePhase(ctx, client, cfg, t, round)
 			rates[i], errs[i] = append(rates[i], r), errs[i]+e
 			cfg.progress("throughput %s round %d: %.0f req/s", t.Name, round+1, r)
@@ -131,6 +145,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Throughput = append(res.Throughput, Rate{Target: t.Name, PerSecond: rates[i][len(rates[i])/2], Errors: errs[i]})
 	}
 	return res, ctx.Err()
+}
+
+// rotated visits the targets in an order that starts one later each
+// round, so that none always runs first or after the same neighbour (a
+// slow spell of the machine, the store another target grew); the index is
+// the target's own.
+func rotated(ts []Target, round int) func(yield func(int, Target) bool) {
+	return func(yield func(int, Target) bool) {
+		for k := range ts {
+			i := (k + round) % len(ts)
+			if !yield(i, ts[i]) {
+				return
+			}
+		}
+	}
 }
 
 func (c *Config) progress(format string, args ...any) {
@@ -151,6 +180,8 @@ func latencyPhase(ctx context.Context, client *http.Client, cfg Config, t Target
 		wg.Go(func() {
 			s := newSession(size)
 			id := fmt.Sprintf("ovh-%s-%d-%d-%d", t.Name, size, round, a)
+			// The same pauses for every target: seeded by agent and round.
+			rng := rand.New(rand.NewPCG(uint64(a), uint64(round)))
 			for range cfg.Calls {
 				if ctx.Err() != nil {
 					return
@@ -166,9 +197,10 @@ func latencyPhase(ctx context.Context, client *http.Client, cfg Config, t Target
 					all = append(all, d)
 				}
 				mu.Unlock()
+				pause := cfg.Pause + time.Duration((2*rng.Float64()-1)*cfg.Jitter*float64(cfg.Pause))
 				select {
 				case <-ctx.Done():
-				case <-time.After(cfg.Pause):
+				case <-time.After(pause):
 				}
 			}
 		})

@@ -24,6 +24,7 @@ type proxyBenchConfig struct {
 	sizes, caddy                 string
 	agents, calls, conns, rounds int64
 	pause, duration              time.Duration
+	jitter                       float64
 }
 
 func proxyBenchOptions(c *proxyBenchConfig) []option {
@@ -32,6 +33,7 @@ func proxyBenchOptions(c *proxyBenchConfig) []option {
 		{flag: "agents", env: "RCM_BENCH_AGENTS", help: "concurrent sessions of the latency phase (default 4)", set: intOpt(&c.agents)},
 		{flag: "calls", env: "RCM_BENCH_CALLS", help: "calls per session and round (default 10)", set: intOpt(&c.calls)},
 		{flag: "pause", env: "RCM_BENCH_PAUSE", help: "wait between an answer and the session's next call (default 100ms)", set: durationOpt(&c.pause)},
+		{flag: "jitter", env: "RCM_BENCH_JITTER", help: "spread of each pause, as a fraction of it, so agents drift apart; 0 calls in lock step (default 0.5)", set: floatOpt(&c.jitter)},
 		{flag: "conns", env: "RCM_BENCH_CONNS", help: "connections of the throughput phase (default 8)", set: intOpt(&c.conns)},
 		{flag: "duration", env: "RCM_BENCH_DURATION", help: "throughput phase per target and round (default 2s)", set: durationOpt(&c.duration)},
 		{flag: "rounds", env: "RCM_BENCH_ROUNDS", help: "rounds over every target (default 3)", set: intOpt(&c.rounds)},
@@ -42,15 +44,18 @@ func proxyBenchOptions(c *proxyBenchConfig) []option {
 // benchProxy measures the proxy's overhead side by side: direct, Caddy,
 // and rcm in each mode, against one fast local upstream.
 func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := proxyBenchConfig{pause: 100 * time.Millisecond, duration: 2 * time.Second, caddy: "auto"}
+	c := proxyBenchConfig{pause: 100 * time.Millisecond, duration: 2 * time.Second, caddy: "auto", jitter: 0.5}
 	if err := parseOptions("bench proxy", args, proxyBenchOptions(&c), false,
 		"Usage: rcm bench proxy [flags]\n\nSends the same OpenCode-shaped bodies to a fast local upstream directly, through Caddy (when\ninstalled) and through an in-process rcm in native, router and rcm mode, and prints latency\nand throughput side by side with the overhead goals. Every flag has an environment twin."); err != nil {
 		return err
 	}
 	cfg := overhead.Config{Agents: int(c.agents), Calls: int(c.calls), Conns: int(c.conns), Rounds: int(c.rounds),
-		Pause: c.pause, Duration: c.duration, Progress: stderr}
+		Pause: c.pause, Jitter: c.jitter, Duration: c.duration, Progress: stderr}
 	if cfg.Pause == 0 {
 		cfg.Pause = -1 // --pause 0: none, not the default
+	}
+	if cfg.Jitter == 0 {
+		cfg.Jitter = -1 // --jitter 0: lock step, not the default
 	}
 	var err error
 	if cfg.Sizes, err = kilobytes(c.sizes); err != nil {

@@ -13,7 +13,7 @@ func TestBenchProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, log.String())
 	}
-	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| native |", "| router |", "| rcm |", "### Throughput"} {
+	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| bare |", "| native |", "| router |", "| rcm |", "### Throughput"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -25,7 +25,7 @@ func TestBenchProxy(t *testing.T) {
 	for _, line := range strings.Split(out.String(), "\n") {
 		f := strings.Split(strings.Trim(line, "| "), "|")
 		switch strings.TrimSpace(f[0]) {
-		case "direct", "native", "router", "rcm":
+		case "direct", "bare", "native", "router", "rcm":
 			if e := strings.TrimSpace(f[len(f)-1]); e != "0" {
 				t.Errorf("%s errors in %q", e, line)
 			}
@@ -34,7 +34,7 @@ func TestBenchProxy(t *testing.T) {
 }
 
 func TestBenchProxyFlags(t *testing.T) {
-	for _, args := range [][]string{{"--sizes", "x"}, {"--sizes", "0"}, {"--caddy", "maybe"}, {"--pause", "soon"}} {
+	for _, args := range [][]string{{"--sizes", "x"}, {"--sizes", "0"}, {"--caddy", "maybe"}, {"--pause", "soon"}, {"--jitter", "2"}, {"--jitter", "x"}} {
 		var out, log strings.Builder
 		if err := benchProxy(context.Background(), append(args, "--rounds", "1"), &out, &log); err == nil {
 			t.Errorf("%v: no error", args)

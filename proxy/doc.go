@@ -31,9 +31,11 @@
 //   - Routing is skipped for calls above Config.RouteMessages (too-large)
 //     and for clients already gone: the router itself does not watch ctx.
 //   - It never parses JSON by hand: bodies are read through transcript.
-//   - Store writes happen after the answer, off the request path, but a
-//     session's next call waits (at most 2 s) for its previous call's
-//     writes, so that it routes on them; calls of other sessions never wait.
+//   - Store writes happen after the answer, off the request path, 3 ms
+//     after it (so that on few cores they do not compete with answers being
+//     delivered), but a session's next call waits (at most 2 s) for its
+//     previous call's writes, ending that delay, so that it routes on them;
+//     calls of other sessions never wait.
 //   - rcm mode places a task's record before the first request of each run
 //     of the task (after another task's turn or a compaction summary) and
 //     freezes it there, so a run's calls forward append-only contexts; a

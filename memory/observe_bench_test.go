@@ -69,7 +69,10 @@ func TestObserveInterleaved(t *testing.T) {
 // BenchmarkObserve measures Observe on a 1 MB transcript of two interleaved
 // real tasks: "cold" reads every turn of the task (a record seen for the
 // first time), "steady" is the usual case of a record that already covers
-// the earlier turns. The reported record-bytes shows its size.
+// the earlier turns. The reported record-bytes shows its size. "long-turn"
+// is the steady case on one turn of 250 bash steps with 4 KB outputs (an
+// agent working through a long request): the turn is read again on each of
+// its calls.
 func BenchmarkObserve(b *testing.B) {
 	ta, tb := miniSWE(b, "django__django-11099"), miniSWE(b, "sympy__sympy-13480")
 	body, turns := interleaved(b, 1<<20, ta, tb)
@@ -86,28 +89,20 @@ func BenchmarkObserve(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(mustJSON(b, r))), "record-bytes")
 	})
-	b.Run("steady", func(b *testing.B) {
-		var warm Record
-		warm.Observe(obs)
-		b.SetBytes(int64(len(body)))
-		b.ReportAllocs()
-		for b.Loop() {
-			r := warm
-			r.Observe(obs)
-		}
+	b.Run("steady", func(b *testing.B) { steady(b, obs, len(body)) })
+	b.Run("long-turn", func(b *testing.B) {
+		body := chattest.Body(longTurn(250, 4<<10)...)
+		obs := Observation{Transcript: chattest.Parse(b, body), Turns: []int{0}, Response: reply, SSE: true, Status: 200}
+		steady(b, obs, len(body))
 	})
 }
 
-// BenchmarkObserveLongTurn measures Observe on a 1 MB transcript that is
-// one turn of 250 bash steps with 4 KB outputs (an agent working through a
-// long request): the turn is read again on each of its calls.
-func BenchmarkObserveLongTurn(b *testing.B) {
-	body := chattest.Body(longTurn(250, 4<<10)...)
-	tr := chattest.Parse(b, body)
-	obs := Observation{Transcript: tr, Turns: []int{0}, Response: sseReply("Next step."), SSE: true, Status: 200}
+// steady measures Observe reading obs again into a record that has read it
+// once.
+func steady(b *testing.B, obs Observation, size int) {
 	var warm Record
 	warm.Observe(obs)
-	b.SetBytes(int64(len(body)))
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
 		r := warm

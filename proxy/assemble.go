@@ -96,7 +96,9 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 			return a
 		}
 	}
-	t, err := transcript.Parse(format, body, format.Hints(r.Header))
+	// A session that names itself in a header is parsed from where its
+	// body departs from its previous call's.
+	t, err := h.parses.Parse(parseKey(r.Header, format), format, body, format.Hints(r.Header))
 	a.session = sessionID(r.Header, t)
 	if err != nil {
 		a.invalid = true

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // benchNative measures rcm's own work per native-mode request: read, parse,
@@ -16,18 +17,35 @@ import (
 func benchNative(b *testing.B, body []byte) { benchMode(b, Native, body) }
 
 // benchMode measures a mode's work per request of one session whose earlier
-// turns are labelled (the steady state: only the current turn is new).
-func benchMode(b *testing.B, mode Mode, body []byte) {
+// turns are labelled (the steady state: only the current turn is new),
+// the body parsed whole (the parse cache is emptied before each call: a
+// session's first call after a restart, or one the cache let go).
+func benchMode(b *testing.B, mode Mode, body []byte) { benchCalls(b, mode, nil, body) }
+
+// benchNext measures the same on the next call of a growing session: the
+// call before it sent body less its last message, so the parse cache
+// holds all but that message.
+func benchNext(b *testing.B, mode Mode, body []byte) {
+	t, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
+	if err != nil || len(t.Messages) < 2 {
+		b.Fatal(err)
+	}
+	last := t.Messages[len(t.Messages)-1].Raw
+	at := bytes.LastIndex(body, last)
+	prev := append(bytes.Clone(bytes.TrimRight(body[:at], ", \n")), body[at+len(last):]...)
+	benchCalls(b, mode, prev, body)
+}
+
+// benchCalls sends body once per iteration, timed, after prev (untimed)
+// when prev is not nil, or with the parse cache emptied when it is.
+func benchCalls(b *testing.B, mode Mode, prev, body []byte) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, `{"choices":[]}`)
 	}))
 	defer up.Close()
 	h, _, _ := newHandler(b, Config{Upstream: up.URL + "/v1", Mode: mode})
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	send := func(body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("X-Session-Id", "ses_bench")
 		w := httptest.NewRecorder()
@@ -35,10 +53,22 @@ func benchMode(b *testing.B, mode Mode, body []byte) {
 		if w.Code != 200 || w.Header().Get(HeaderFallback) == FallbackError {
 			b.Fatal(w.Code, w.Header())
 		}
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		send(body)
 		// The store writes run after the response, off the request path,
 		// while a harness waits seconds for the model: not timed here.
 		b.StopTimer()
 		h.after.Wait()
+		if prev != nil {
+			send(prev)
+			h.after.Wait()
+		} else {
+			h.parses = transcript.NewCache(maxParseBytes)
+		}
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -66,6 +96,13 @@ func callAlloc(h *Handler, body []byte) float64 {
 func BenchmarkRouter1MB(b *testing.B) { benchMode(b, Router, capture.Grow(b, 1<<20)) }
 
 func BenchmarkRCM1MB(b *testing.B) { benchMode(b, RCM, capture.Grow(b, 1<<20)) }
+
+// The next call of a growing session, parsed from where it departs from
+// the previous one.
+func BenchmarkRouter1MBNext(b *testing.B)   { benchNext(b, Router, capture.Grow(b, 1<<20)) }
+func BenchmarkRCM1MBNext(b *testing.B)      { benchNext(b, RCM, capture.Grow(b, 1<<20)) }
+func BenchmarkRouter100KBNext(b *testing.B) { benchNext(b, Router, capture.Grow(b, 100<<10)) }
+func BenchmarkRCM100KBNext(b *testing.B)    { benchNext(b, RCM, capture.Grow(b, 100<<10)) }
 
 // The sizes of the overhead goals below 1 MB (0.5 ms routed over native at
 // 100 KB; native near direct at 30 KB).

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rcm-dev/rcm/compaction"
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -129,7 +130,7 @@ func (ps *prefixShare) measure() {
 		<-ps.prev.ready
 		// Only this call reads or clears its predecessor's context now.
 		if prev := ps.prev.context; prev != nil {
-			v := float64(commonPrefix(prev, ctx)) / float64(len(ctx))
+			v := float64(str.CommonPrefix(prev, ctx)) / float64(len(ctx))
 			ps.share = &v
 		}
 	}
@@ -149,18 +150,4 @@ func (ps *prefixShare) measure() {
 		p.bytes -= len(ent.context)
 		ent.context, ent.evicted = nil, true
 	}
-}
-
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	// Compare in blocks first: the common prefix is usually most of it.
-	const block = 4096
-	i := 0
-	for i+block <= n && string(a[i:i+block]) == string(b[i:i+block]) {
-		i += block
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }

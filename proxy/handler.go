@@ -71,7 +71,14 @@ type Handler struct {
 	// keeps each session's last forwarded messages for its cached-prefix share.
 	feed     inspector.Feed
 	prefixes prefixes
+	// parses keeps each session's last transcript for the next call's
+	// parse (maxParseBytes of bodies).
+	parses *transcript.Cache
 }
+
+// maxParseBytes bounds the bodies kept for incremental parsing; past it the
+// least recently active sessions' next call is parsed whole.
+const maxParseBytes = 64 << 20
 
 // New returns a Handler for cfg, which must have passed Validate. It opens
 // the store at cfg.DB; Close closes it.
@@ -118,6 +125,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		errLog:          slog.NewLogLogger(logger.Handler(), slog.LevelInfo),
 		store:           store,
 		router:          rt,
+		parses:          transcript.NewCache(maxParseBytes),
 
 		summarizer: sum,
 	}

@@ -13,6 +13,16 @@ import (
 // parent's session id.
 const headerAgent = "X-Claude-Code-Agent-Id"
 
+// parseKey is the key of a request's session in the parse cache: the
+// session its headers name, in its format ("" when they name none: the
+// body is then parsed whole).
+func parseKey(h http.Header, f transcript.Format) string {
+	if id := sessionID(h, nil); id != "" {
+		return f.String() + " " + id
+	}
+	return ""
+}
+
 // sessionID names the conversation a request belongs to: X-RCM-Session
 // (the client's override), else OpenCode's x-session-id or
 // x-session-affinity, else Claude Code's X-Claude-Code-Session-Id or the

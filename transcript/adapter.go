@@ -12,6 +12,12 @@ import (
 type adapter struct {
 	// parse fills Format, Body, Messages and the span of the messages array.
 	parse func(body []byte) (*Transcript, error)
+	// item reads the element of the messages array that opens rest into m
+	// and returns its length; extra, when not nil, reads what the format
+	// keeps outside the array. A Cache reads a session's next body with
+	// them from where it departs from the previous one.
+	item  func(m *Message, rest string) (int, error)
+	extra func(t *Transcript)
 	// kind tells what the call is for from the parsed body and the
 	// request's hints (Parse makes a Subagent of an Agent call).
 	kind func(t *Transcript, h Hints) Kind
@@ -29,8 +35,8 @@ type adapter struct {
 
 // adapters holds the formats Parse reads; a nil entry is unsupported.
 var adapters = map[Format]*adapter{
-	OpenAIChat:        {parse: parseChat, kind: chatKind, opens: opensTurn, reply: chatReply},
-	AnthropicMessages: {parse: parseMessages, kind: messagesKind, opens: opensMessagesTurn, settle: settleMessages, reply: messagesReply},
+	OpenAIChat:        {parse: parseChat, item: chatItem, kind: chatKind, opens: opensTurn, reply: chatReply},
+	AnthropicMessages: {parse: parseMessages, item: messagesItem, kind: messagesKind, opens: opensMessagesTurn, settle: settleMessages, reply: messagesReply},
 }
 
 // Hints are what a request says of its call outside its body (in its
@@ -79,12 +85,21 @@ func Parse(f Format, body []byte, h Hints) (*Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.finish(t, h)
+	return t, nil
+}
+
+// finish tells the kind and the turns of t, whose messages are read.
+func (a *adapter) finish(t *Transcript, h Hints) { a.finishFrom(t, h, nil, nil, 0) }
+
+// finishFrom is finish with the turns opened before message from known
+// (see resegment).
+func (a *adapter) finishFrom(t *Transcript, h Hints, turns []Turn, fps []Fingerprint, from int) {
 	t.Kind = a.kind(t, h)
 	if t.Kind == Agent && h.Subagent {
 		t.Kind = Subagent
 	}
-	t.Turns, t.Preamble, t.fps = segment(t.Messages, a.opens)
-	return t, nil
+	t.Turns, t.Preamble, t.fps = resegment(t.Messages, a.opens, turns, fps, from)
 }
 
 // ParseReply returns the assistant message of an upstream answer in format

@@ -9,12 +9,15 @@ import (
 
 // parseChat reads the messages array of an OpenAI chat-completions body.
 func parseChat(body []byte) (*Transcript, error) {
-	return parseArray(body, OpenAIChat, chatField)
+	return parseArray(body, OpenAIChat, chatItem)
 }
 
+// chatItem reads a chat message (see readMessage).
+func chatItem(m *Message, rest string) (int, error) { return readMessage(m, rest, chatField) }
+
 // parseArray reads the "messages" array of a JSON object body of format f,
-// each element's members other than role through field.
-func parseArray(body []byte, f Format, field func(m *Message, key, val string, off int)) (*Transcript, error) {
+// each element through item.
+func parseArray(body []byte, f Format, item func(m *Message, rest string) (int, error)) (*Transcript, error) {
 	t, arr, err := parseMember(body, f, `"messages"`)
 	if err != nil {
 		return nil, err
@@ -22,10 +25,7 @@ func parseArray(body []byte, f Format, field func(m *Message, key, val string, o
 	if !strings.HasPrefix(arr, "[") {
 		return nil, ErrNoMessages
 	}
-	err = t.readArray(arr, func(m *Message, rest string) (int, error) {
-		return readMessage(m, rest, field)
-	})
-	if err != nil {
+	if err = t.readArray(arr, item); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -63,14 +63,21 @@ func parseMember(body []byte, f Format, key string) (*Transcript, string, error)
 
 // readArray appends to t.Messages each element of arr, the array at
 // t.arrStart, read through message into its place (Index set, then Raw
-// from the length message returns); message gets the rest of arr from the
-// element on.
+// and at from the length message returns); message gets the rest of arr
+// from the element on.
 func (t *Transcript) readArray(arr string, message func(m *Message, rest string) (int, error)) error {
-	var err error
 	// About one message a kilobyte: a long session's array grows once or
 	// twice instead of a dozen times.
 	t.Messages = make([]Message, 0, len(arr)>>10+4)
-	elements(arr, func(rest string, off int) int {
+	_, err := t.readElements(arr, 0, message)
+	return err
+}
+
+// readElements is readArray from index i of arr on (see elements); it
+// returns the index just past the array.
+func (t *Transcript) readElements(arr string, i int, message func(m *Message, rest string) (int, error)) (int, error) {
+	var err error
+	end := elements(arr, i, func(rest string, off int) int {
 		if err != nil {
 			return len(rest)
 		}
@@ -78,12 +85,12 @@ func (t *Transcript) readArray(arr string, message func(m *Message, rest string)
 		m := &t.Messages[len(t.Messages)-1]
 		var n int
 		if n, err = message(m, rest); err == nil {
-			at := t.arrStart + off
-			m.Raw = t.Body[at : at+n : at+n]
+			m.at = t.arrStart + off
+			m.Raw = t.Body[m.at : m.at+n : m.at+n]
 		}
 		return n
 	})
-	return err
+	return end, err
 }
 
 // readMessage reads the element of a messages array that opens rest into

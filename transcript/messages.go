@@ -28,8 +28,11 @@ var harnessBlocks = []string{"<system-reminder>", "<local-command-caveat>", "<co
 // "\n"; tool_use blocks are its ToolCalls (Arguments the raw input) and
 // tool_result blocks its Results.
 func parseMessages(body []byte) (*Transcript, error) {
-	return parseArray(body, AnthropicMessages, messagesField)
+	return parseArray(body, AnthropicMessages, messagesItem)
 }
+
+// messagesItem reads a Messages message (see readMessage).
+func messagesItem(m *Message, rest string) (int, error) { return readMessage(m, rest, messagesField) }
 
 func messagesField(m *Message, key, val string, _ int) {
 	if key != `"content"` {

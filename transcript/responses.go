@@ -45,7 +45,8 @@ var codexTurn = strings.ToLower(headerCodexTurn)
 func init() {
 	// Registered here rather than in adapters' literal so that each format
 	// stays in its own files.
-	adapters[OpenAIResponses] = &adapter{parse: parseResponses, kind: responsesKind, opens: opensTurn, reply: responsesReply}
+	adapters[OpenAIResponses] = &adapter{parse: parseResponses, item: responsesItem, extra: responsesExtra,
+		kind: responsesKind, opens: opensTurn, reply: responsesReply}
 }
 
 func parseResponses(body []byte) (*Transcript, error) {
@@ -53,9 +54,7 @@ func parseResponses(body []byte) (*Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k := gjson.GetBytes(body, "prompt_cache_key"); k.Type == gjson.String {
-		t.SessionKey = k.Str
-	}
+	responsesExtra(t)
 	switch {
 	case strings.HasPrefix(input, `"`):
 		// A string input is one user request; Rebuild writes it back as
@@ -71,6 +70,13 @@ func parseResponses(body []byte) (*Transcript, error) {
 		return nil, ErrNoMessages
 	}
 	return t, nil
+}
+
+// responsesExtra reads what the Responses API names outside its input.
+func responsesExtra(t *Transcript) {
+	if k := gjson.GetBytes(t.Body, "prompt_cache_key"); k.Type == gjson.String {
+		t.SessionKey = k.Str
+	}
 }
 
 // responsesItem reads the input item that opens rest into m, and returns

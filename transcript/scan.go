@@ -37,25 +37,30 @@ func members(obj string, fn func(key, value string, off int) bool) int {
 	return len(obj)
 }
 
-// elements calls fn with the rest of the JSON array arr (valid JSON) from
-// each of its elements on, and the element's offset in arr; fn reads the
-// element and returns its length. A reader that walks an element anyway
-// (members does) spares a second scan of it.
-func elements(arr string, fn func(rest string, off int) int) {
-	i := strings.IndexByte(arr, '[')
-	if i < 0 {
-		return
+// elements calls fn with the rest of the JSON array that opens arr (valid
+// JSON, or a valid prefix of it) from each of its elements on, from index
+// i on (just past the '[' or an element; 0: from the start), and the
+// element's offset in arr; fn reads the element and returns its length. A
+// reader that walks an element anyway (members does) spares a second scan
+// of it. It returns the index just past the array.
+func elements(arr string, i int, fn func(rest string, off int) int) int {
+	if i == 0 {
+		if i = strings.IndexByte(arr, '['); i < 0 {
+			return len(arr)
+		}
+		i++
 	}
-	for i++; i < len(arr); {
+	for i < len(arr) {
 		switch c := arr[i]; {
 		case c == ']':
-			return
+			return i + 1
 		case c == ',' || isSpace(c):
 			i++
 		default:
 			i += max(fn(arr[i:], i), 1)
 		}
 	}
+	return len(arr)
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -117,7 +117,7 @@ func FuzzElements(f *testing.F) {
 			want = append(want, v.Raw)
 			return true
 		})
-		elements(arr, func(rest string, off int) int {
+		elements(arr, 0, func(rest string, off int) int {
 			v := rest[:skipValue(rest, 0)]
 			if arr[off:off+len(v)] != v {
 				t.Fatalf("offset %d does not hold %q", off, v)

@@ -38,9 +38,20 @@ func isContinuation(text string) bool {
 // everything else belongs to the turn it follows. It fingerprints each turn
 // with the opening text opensTurn decoded anyway.
 func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool)) (turns []Turn, preamble int, fps []Fingerprint) {
-	preamble = len(ms)
+	return resegment(ms, opensTurn, nil, nil, 0)
+}
+
+// resegment is segment resumed at message from: turns and fps are those of
+// the turns opened before it (a Cache takes them over from the previous
+// call, whose messages before from are the same), to be extended.
+func resegment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool), turns []Turn, fps []Fingerprint, from int) ([]Turn, int, []Fingerprint) {
+	preamble := len(ms)
 	var c chain
-	for i := range ms {
+	if len(turns) > 0 {
+		preamble, c.prev = turns[0].Start, fps[len(fps)-1]
+		turns[len(turns)-1].End = len(ms)
+	}
+	for i := from; i < len(ms); i++ {
 		kind, text, opens := opensTurn(ms, i)
 		if !opens {
 			continue

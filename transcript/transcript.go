@@ -132,6 +132,9 @@ type Message struct {
 	// 0 otherwise (Raw opens with "{", so no member starts at 0).
 	contentAt int
 	text      string // decoded text of a message built from an answer
+	// at is Raw's offset in the body when Parse read it from there; 0
+	// otherwise (the body opens with "{", so no element starts at 0).
+	at int
 }
 
 // Text returns the message's text content, parts' texts joined by "\n".

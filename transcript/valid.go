@@ -55,20 +55,32 @@ func validObject(s string, i int) (int, bool) {
 	if i < len(s) && s[i] == '}' {
 		return i + 1, true
 	}
+	i, ok := validPair(s, i)
+	if !ok {
+		return i, false
+	}
+	return validObjectRest(s, i)
+}
+
+// validPair checks one member, key and value, at s[i].
+func validPair(s string, i int) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return i, false
+	}
+	var ok bool
+	if i, ok = validString(s, i+1); !ok {
+		return i, false
+	}
+	if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
+		return i, false
+	}
+	return validValue(s, skipWS(s, i+1))
+}
+
+// validObjectRest checks what follows a member's value at s[i-1]: more
+// members, then the object's '}'.
+func validObjectRest(s string, i int) (int, bool) {
 	for {
-		if i >= len(s) || s[i] != '"' {
-			return i, false
-		}
-		var ok bool
-		if i, ok = validString(s, i+1); !ok {
-			return i, false
-		}
-		if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
-			return i, false
-		}
-		if i, ok = validValue(s, skipWS(s, i+1)); !ok {
-			return i, false
-		}
 		switch i = skipWS(s, i); {
 		case i >= len(s):
 			return i, false
@@ -77,7 +89,10 @@ func validObject(s string, i int) (int, bool) {
 		case s[i] != ',':
 			return i, false
 		}
-		i = skipWS(s, i+1)
+		var ok bool
+		if i, ok = validPair(s, skipWS(s, i+1)); !ok {
+			return i, false
+		}
 	}
 }
 
@@ -87,11 +102,17 @@ func validArray(s string, i int) (int, bool) {
 	if i < len(s) && s[i] == ']' {
 		return i + 1, true
 	}
+	i, ok := validValue(s, i)
+	if !ok {
+		return i, false
+	}
+	return validArrayRest(s, i)
+}
+
+// validArrayRest checks what follows an element at s[i-1]: more elements,
+// then the array's ']'.
+func validArrayRest(s string, i int) (int, bool) {
 	for {
-		var ok bool
-		if i, ok = validValue(s, i); !ok {
-			return i, false
-		}
 		switch i = skipWS(s, i); {
 		case i >= len(s):
 			return i, false
@@ -100,8 +121,26 @@ func validArray(s string, i int) (int, bool) {
 		case s[i] != ',':
 			return i, false
 		}
-		i = skipWS(s, i+1)
+		var ok bool
+		if i, ok = validValue(s, skipWS(s, i+1)); !ok {
+			return i, false
+		}
 	}
+}
+
+// validAfter reports whether s is valid JSON given that s[:i] is a prefix
+// of a valid body that ends just after an element of an array that is the
+// value of a member of the top-level object (a messages array): it checks
+// only the rest, from i on.
+func validAfter(s string, i int) bool {
+	i, ok := validArrayRest(s, i)
+	if !ok {
+		return false
+	}
+	if i, ok = validObjectRest(s, i); !ok {
+		return false
+	}
+	return skipWS(s, i) == len(s)
 }
 
 // SWAR constants: a byte of ones and a byte of high bits in every lane.

@@ -29,3 +29,18 @@ func Quote(s string) []byte {
 	_ = enc.Encode(s) // a string always encodes, and a bytes.Buffer never fails
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 }
+
+// CommonPrefix returns the length of the longest common prefix of a and b.
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	// Compare in blocks first: the common prefix is usually most of it.
+	const block = 4096
+	i := 0
+	for i+block <= n && string(a[i:i+block]) == string(b[i:i+block]) {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}

@@ -53,3 +53,33 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestCommonPrefix(t *testing.T) {
+	long := make([]byte, 10000)
+	for i := range long {
+		long[i] = byte(i)
+	}
+	changed := func(at int) []byte {
+		b := append([]byte(nil), long...)
+		b[at]++
+		return b
+	}
+	for _, c := range []struct {
+		a, b []byte
+		want int
+	}{
+		{nil, nil, 0},
+		{[]byte("abc"), []byte("abd"), 2},
+		{[]byte("abc"), []byte("abcdef"), 3},
+		{long, long, len(long)},
+		{long, changed(0), 0},
+		{long, changed(4095), 4095},
+		{long, changed(4096), 4096},
+		{long, changed(9999), 9999},
+		{long[:5000], long, 5000},
+	} {
+		if got := CommonPrefix(c.a, c.b); got != c.want {
+			t.Errorf("CommonPrefix(%d bytes, %d bytes) = %d, want %d", len(c.a), len(c.b), got, c.want)
+		}
+	}
+}

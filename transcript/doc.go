@@ -5,7 +5,10 @@
 //
 // Parse reads the body and the few facts the call's kind takes from outside
 // it (Hints: a subagent's marker, Codex's turn metadata), which
-// Format.Hints reads from the request's headers.
+// Format.Hints reads from the request's headers. A Cache parses a session's
+// next body from where it departs from the previous one (the messages
+// before it are taken over, the rest validated and read) and returns what
+// Parse would.
 //
 // It knows nothing of tasks or storage. Everything in a rebuilt body but the
 // messages array stays byte-identical to the input, and rebuilding with every
@@ -28,5 +31,8 @@
 //
 // Caveats: a Transcript aliases the body it was parsed from (Message.Raw and
 // Transcript.Body share its backing array); callers must not modify the body
-// while the Transcript is in use.
+// while the Transcript is in use, nor ever once a Cache holds it (it keeps
+// a session's last transcript, and reads the next one against it).
+// Transcripts are read-only after Parse: a Cache hands their messages over
+// to the next call's.
 package transcript

@@ -17,6 +17,27 @@ func BenchmarkParse1MB(b *testing.B) {
 	}
 }
 
+// BenchmarkParse1MBNext parses through a Cache the next call of a session
+// whose previous call sent the same history less its last message.
+func BenchmarkParse1MBNext(b *testing.B) {
+	body := capture.Grow(b, 1<<20)
+	seq := grown(b, OpenAIChat, body)
+	prev, next := seq[len(seq)-2], seq[len(seq)-1]
+	b.SetBytes(int64(len(next)))
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c := NewCache(64 << 20)
+		if _, err := c.Parse("s", OpenAIChat, prev, Hints{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := c.Parse("s", OpenAIChat, next, Hints{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkRebuild1MB(b *testing.B) {
 	body := capture.Grow(b, 1<<20)
 	tr, err := Parse(OpenAIChat, body, Hints{})

@@ -112,10 +112,13 @@ func parseAfter(prev *Transcript, f Format, body []byte, h Hints) (*Transcript, 
 			turns = append(turns, tn)
 		}
 	}
+	var fps []Fingerprint
 	if len(turns) == 0 {
 		from = 0
+	} else {
+		fps = slices.Clone(prev.fps[:len(turns)])
 	}
-	a.finishFrom(t, h, turns, slices.Clone(prev.fps[:len(turns)]), from)
+	a.finishFrom(t, h, turns, fps, from)
 	return t, nil
 }
 

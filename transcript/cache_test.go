@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -168,4 +169,27 @@ func FuzzCache(f *testing.F) {
 			t.Fatal("the cached parse differs from Parse")
 		}
 	})
+}
+
+// TestCacheConcurrent: calls of one session parsed at once, as a harness's
+// title call runs beside its agent call, each get what Parse gives (run
+// with -race).
+func TestCacheConcurrent(t *testing.T) {
+	body := capture.Load(t, "continue_request").Body
+	seq := grown(t, OpenAIChat, body)
+	c := NewCache(len(body) * 4) // small: sessions are let go while in use
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for k, b := range seq {
+				got, err := c.Parse(fmt.Sprint("s", (g+k)%3), OpenAIChat, b, Hints{})
+				want, _ := Parse(OpenAIChat, b, Hints{})
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("goroutine %d, %d messages: %v", g, k+1, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -148,6 +148,7 @@ func FuzzCache(f *testing.F) {
 	for n, body := range bodies {
 		if seq := grown(f, formats[n], body); len(seq) >= 2 {
 			f.Add(uint8(formats[n]), seq[len(seq)-2], seq[len(seq)-1])
+			f.Add(uint8(formats[n]), seq[len(seq)-1], seq[0]) // the session shrank
 		}
 	}
 	f.Add(uint8(OpenAIChat), []byte(`{"messages":[{"role":"user","content":"a"}]}`), []byte(`{"messages":[{"role":"user","content":"a"},{"role":"assistant"},]}`))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
 
@@ -193,5 +194,34 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	chat, msgs := transcript.OpenAIChat, transcript.AnthropicMessages
+	parent := parseKey(h("X-Claude-Code-Session-Id", "s1"), msgs)
+	for _, c := range []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"a session's calls", parseKey(h("X-Session-Id", "s1"), chat), parseKey(h("X-Session-Id", "s1"), chat), true},
+		{"two sessions", parseKey(h("X-Session-Id", "s1"), chat), parseKey(h("X-Session-Id", "s2"), chat), false},
+		{"two formats", parseKey(h("X-Session-Id", "s1"), chat), parseKey(h("X-Session-Id", "s1"), msgs), false},
+		{"a subagent and its parent", parent, parseKey(h("X-Claude-Code-Session-Id", "s1", headerAgent, "a1"), msgs), false},
+	} {
+		if (c.a == c.b) != c.same || c.a == "" || c.b == "" {
+			t.Errorf("%s: keys %q and %q", c.name, c.a, c.b)
+		}
+	}
+	if k := parseKey(h(), chat); k != "" {
+		t.Errorf("no session header: key %q, want none (parsed whole)", k)
 	}
 }

@@ -13,12 +13,14 @@ import (
 // parent's session id.
 const headerAgent = "X-Claude-Code-Agent-Id"
 
-// parseKey is the key of a request's session in the parse cache: the
-// session its headers name, in its format ("" when they name none: the
-// body is then parsed whole).
+// parseKey is the key of a request's conversation in the parse cache: the
+// session its headers name, in its format, and the subagent when Claude
+// Code marks one (its subagents share the parent's session id but not its
+// history); "" when the headers name no session: the body is then parsed
+// whole.
 func parseKey(h http.Header, f transcript.Format) string {
 	if id := sessionID(h, nil); id != "" {
-		return f.String() + " " + id
+		return f.String() + " " + id + " " + h.Get(headerAgent)
 	}
 	return ""
 }

@@ -104,6 +104,11 @@ func (m *metrics) observe(a *assembly) {
 		"mode", mode, "kind", a.kind(), "fallback", a.fallback, "status", statusClass(a.status))
 	m.add("rcm_tokens_in_total", "Estimated context tokens received from clients.", float64(a.tokensIn), "mode", mode)
 	m.add("rcm_tokens_out_total", "Estimated context tokens forwarded upstream.", float64(a.tokensOut), "mode", mode)
+	if t := a.transcript; t != nil {
+		const help = "Request body bytes parsed, by whether they were read or taken over from the session's previous call (the parse cache)."
+		m.add("rcm_parse_bytes_total", help, float64(len(t.Body)-t.Reused()), "how", "read")
+		m.add("rcm_parse_bytes_total", help, float64(t.Reused()), "how", "reused")
+	}
 	if a.complete {
 		m.add("rcm_upstream_seconds_total", "Time from sending a call upstream to the end of its answer.", a.latency.Seconds(), "mode", mode)
 	}

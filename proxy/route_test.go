@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -190,11 +191,25 @@ func TestMetrics(t *testing.T) {
 		`rcm_calls_total{mode="native",kind="-",fallback="none",status="2xx"} 1`,
 		`rcm_calls_total{mode="router",kind="agent",fallback="none",status="2xx"} 2`,
 		`rcm_tokens_in_total{mode="router"} `,
+		// The second router call took over every message the first one
+		// parsed: it read only what follows the last of them.
+		`rcm_parse_bytes_total{how="reused"} ` + fmt.Sprint(lastMessageEnd(t, body)),
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
 	}
+}
+
+// lastMessageEnd returns the offset in a chat body where its last message
+// ends.
+func lastMessageEnd(t *testing.T, body []byte) int {
+	tr, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := tr.Messages[len(tr.Messages)-1].Raw
+	return bytes.Index(body, last) + len(last)
 }
 
 func TestParseKey(t *testing.T) {

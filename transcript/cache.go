@@ -86,7 +86,7 @@ func parseAfter(prev *Transcript, f Format, body []byte, h Hints) (*Transcript, 
 	if k == 0 || !validAfter(alias(body), end) {
 		return Parse(f, body, h)
 	}
-	t := &Transcript{Format: f, Body: body, arrStart: prev.arrStart}
+	t := &Transcript{Format: f, Body: body, arrStart: prev.arrStart, reused: end}
 	t.Messages = make([]Message, k, k+(len(body)-end)>>10+4)
 	for i := range t.Messages {
 		t.Messages[i] = prev.Messages[i].moved(prev.Body, body)

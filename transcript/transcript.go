@@ -265,7 +265,12 @@ type Transcript struct {
 
 	arrStart, arrEnd int           // span of the messages array, brackets included
 	fps              []Fingerprint // per turn, computed by Parse
+	reused           int           // see Reused
 }
+
+// Reused returns how many leading bytes of the body a Cache took over,
+// parsed, from the session's previous call (0: the body was parsed whole).
+func (t *Transcript) Reused() int { return t.reused }
 
 // Instructions returns the system prompt a format carries outside its
 // messages: Anthropic's "system" field, the Responses API's "instructions";

@@ -59,9 +59,14 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 		Targets: []Target{{"direct", up.URL + "/v1"}, {"bare", bare.URL + "/v1"}, {"native", rp.URL + "/v1"}, {"broken", broken.URL + "/v1"}},
 		Sizes:   []int{4 << 10, 30 << 10}, Agents: 2, Calls: 3, Pause: -1, Conns: 2, Duration: 100 * time.Millisecond, Rounds: 2,
 	}
+	var ended []string
+	cfg.Ended = func(phase string) { ended = append(ended, phase) }
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(ended, " ") != "latency throughput" {
+		t.Errorf("phases ended: %v", ended)
 	}
 	if len(res.Sizes) != 2 || len(res.Throughput) != 4 {
 		t.Fatalf("got %d sizes and %d rates", len(res.Sizes), len(res.Throughput))

@@ -40,6 +40,10 @@ type Config struct {
 	Rounds   int           // rounds; figures are medians over rounds [3]
 	// Progress, when set, receives one line per phase.
 	Progress io.Writer
+	// Ended, when set, is called as the latency phases and the throughput
+	// phase end ("latency", "throughput"): a caller reads the targets' own
+	// counters there.
+	Ended func(phase string)
 }
 
 func (c *Config) defaults() error {
@@ -131,6 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Sizes = append(res.Sizes, s)
 	}
+	cfg.ended("latency")
 	rates := make([][]float64, len(cfg.Targets))
 	errs := make([]int, len(cfg.Targets))
 	for round := range cfg.Rounds {
@@ -144,7 +149,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		slices.Sort(rates[i])
 		res.Throughput = append(res.Throughput, Rate{Target: t.Name, PerSecond: rates[i][len(rates[i])/2], Errors: errs[i]})
 	}
+	cfg.ended("throughput")
 	return res, ctx.Err()
+}
+
+func (c *Config) ended(phase string) {
+	if c.Ended != nil {
+		c.Ended(phase)
+	}
 }
 
 // rotated visits the targets in an order that starts one later each

@@ -114,12 +114,54 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg.Targets = append(cfg.Targets, overhead.Target{Name: m, Base: proxyURL + "/" + m + "/v1"})
 	}
 
+	// The proxy's own count of calls that waited for their session's
+	// earlier writes, read as each phase ends.
+	var waits []storeWaits
+	cfg.Ended = func(string) { waits = append(waits, readWaits(proxyURL)) }
 	res, err := overhead.Run(ctx, cfg)
 	if res != nil {
 		res.Write(stdout)
 	}
+	if len(waits) == 2 {
+		lat, all := waits[0], waits[1]
+		fmt.Fprintf(stdout, "\n### Store waits (rcm's /rcm/metrics, router and rcm mode)\n\n")
+		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %s in all\n", lat.n, ms(lat.sum))
+		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %s in all\n", all.n-lat.n, ms(all.sum-lat.sum))
+	}
 	return err
 }
+
+// storeWaits is what rcm_store_wait_seconds counts: calls and total time.
+type storeWaits struct {
+	n   int
+	sum time.Duration
+}
+
+// readWaits reads the store waits from the proxy's metrics; zero when it
+// cannot.
+func readWaits(base string) storeWaits {
+	resp, err := http.Get(base + "/rcm/metrics")
+	if err != nil {
+		return storeWaits{}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var w storeWaits
+	for line := range strings.Lines(string(b)) {
+		name, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+		f, err := strconv.ParseFloat(v, 64)
+		switch {
+		case err != nil:
+		case name == "rcm_store_wait_seconds_count":
+			w.n = int(f)
+		case name == "rcm_store_wait_seconds_sum":
+			w.sum = time.Duration(f * float64(time.Second))
+		}
+	}
+	return w
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // kilobytes parses a comma-separated list of sizes in KB; "" is none.
 func kilobytes(s string) ([]int, error) {

@@ -13,7 +13,8 @@ func TestBenchProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, log.String())
 	}
-	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| bare |", "| native |", "| router |", "| rcm |", "### Throughput"} {
+	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| bare |", "| native |", "| router |", "| rcm |", "### Throughput",
+		"### Store waits", "- latency phases: ", "- throughput phase (no pause): "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -526,40 +526,59 @@ func TestStoreRecordsSessions(t *testing.T) {
 }
 
 // TestSubagentTakesParentTask: a subagent's call (x-parent-session-id)
-// belongs to its parent session's current task and is forwarded whole.
+// belongs to its parent session's current task and is forwarded whole,
+// whichever provider OpenCode sends it through (chat completions, and
+// Messages through its Anthropic provider).
 func TestSubagentTakesParentTask(t *testing.T) {
-	rec := &recorder{}
-	up := httptest.NewServer(rec)
-	defer up.Close()
-	db := filepath.Join(t.TempDir(), "rcm.db")
-	body, hdr, path := load(t, "subagent_request_with_parent_header")
-	st, err := memory.Open(db, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := memory.Event{Kind: "agent", Mode: "router", Task: "t2", Confidence: 0.9}
-	if err := st.Update(func(w *memory.Tx) error { return w.AppendEvent(hdr.Get("X-Parent-Session-Id"), &ev) }); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	cfg := Config{Upstream: up.URL + "/v1", DB: db, Mode: Router}
-	cfg.Validate()
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer func() { srv.Close(); h.Close() }()
-	resp := post(t, srv.URL+path, body, hdr)
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if got := resp.Header.Get(HeaderTask); got != "t2" || resp.Header.Get(HeaderFallback) != FallbackNone {
-		t.Fatalf("task %q fallback %q, want t2 none", got, resp.Header.Get(HeaderFallback))
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.bodies) != 1 || !bytes.Equal(rec.bodies[0], body) {
-		t.Fatalf("the subagent's body was not forwarded as sent")
+	sub, subHdr, subPath := load(t, "subagent_request_with_parent_header")
+	msgs, msgsHdr, msgsPath := load(t, "anthropic_messages_request")
+	msgsHdr = msgsHdr.Clone()
+	msgsHdr.Set("X-Session-Id", "ses_child")
+	msgsHdr.Set("X-Session-Affinity", "ses_child")
+	msgsHdr.Set("X-Parent-Session-Id", subHdr.Get("X-Parent-Session-Id"))
+	for _, c := range []struct {
+		name string
+		body []byte
+		hdr  http.Header
+		path string
+	}{
+		{"chat", sub, subHdr, subPath},
+		{"messages", msgs, msgsHdr, msgsPath},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &recorder{}
+			up := httptest.NewServer(rec)
+			defer up.Close()
+			db := filepath.Join(t.TempDir(), "rcm.db")
+			st, err := memory.Open(db, memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := memory.Event{Kind: "agent", Mode: "router", Task: "t2", Confidence: 0.9}
+			if err := st.Update(func(w *memory.Tx) error { return w.AppendEvent(c.hdr.Get("X-Parent-Session-Id"), &ev) }); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			cfg := Config{Upstream: up.URL + "/v1", AnthropicUpstream: up.URL, DB: db, Mode: Router}
+			cfg.Validate()
+			h, err := New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer func() { srv.Close(); h.Close() }()
+			resp := post(t, srv.URL+c.path, c.body, c.hdr)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get(HeaderTask); got != "t2" || resp.Header.Get(HeaderFallback) != FallbackNone {
+				t.Fatalf("task %q fallback %q, want t2 none", got, resp.Header.Get(HeaderFallback))
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.bodies) != 1 || !bytes.Equal(rec.bodies[0], c.body) {
+				t.Fatalf("the subagent's body was not forwarded as sent")
+			}
+		})
 	}
 }
 

@@ -63,15 +63,12 @@ const (
 )
 
 // Hints reads the Hints of a request in format f from its headers (h may
-// be nil): a subagent by the marker its harness sends in that format
-// (Claude Code's agent id on Messages, the parent session id elsewhere),
-// and Codex's turn metadata.
+// be nil): a subagent by the marker its harness sends (OpenCode's parent
+// session id, whichever provider it goes through; Claude Code's agent id,
+// on Messages only), and Codex's turn metadata.
 func (f Format) Hints(h http.Header) Hints {
-	sub := headerParentSession
-	if f == AnthropicMessages {
-		sub = headerAgentID
-	}
-	return Hints{Subagent: h.Get(sub) != "", CodexTurn: h.Get(headerCodexTurn)}
+	sub := h.Get(headerParentSession) != "" || f == AnthropicMessages && h.Get(headerAgentID) != ""
+	return Hints{Subagent: sub, CodexTurn: h.Get(headerCodexTurn)}
 }
 
 // Parse reads a request body of format f, with what the request says of

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestHints: each format's harness marks its subagents by its own header,
-// and only an agent call becomes a Subagent one.
+// TestHints: OpenCode marks its subagents by their parent's session id in
+// every format (its Anthropic provider too), Claude Code by its agent id on
+// Messages; only an agent call becomes a Subagent one.
 func TestHints(t *testing.T) {
 	parent := http.Header{"X-Parent-Session-Id": {"ses_p"}}
 	agent := http.Header{"X-Claude-Code-Agent-Id": {"a1"}}
@@ -22,7 +23,7 @@ func TestHints(t *testing.T) {
 		{OpenAIResponses, parent, Hints{Subagent: true}},
 		{OpenAIResponses, turn, Hints{CodexTurn: `{"request_kind":"compaction"}`}},
 		{AnthropicMessages, agent, Hints{Subagent: true}},
-		{AnthropicMessages, parent, Hints{}},
+		{AnthropicMessages, parent, Hints{Subagent: true}},
 	} {
 		if got := c.f.Hints(c.h); got != c.want {
 			t.Errorf("%s %v: %+v, want %+v", c.f, c.h, got, c.want)

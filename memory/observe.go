@@ -494,7 +494,7 @@ func exitStatus(parts []string) *int {
 				text = strings.ToLower(part)
 			}
 			ms := p.re.FindAllStringSubmatchIndex(text, -1)
-			ms = slices.DeleteFunc(ms, func(m []int) bool { return p.word && m[0] > 0 && wordByte(text[m[0]-1]) })
+			ms = slices.DeleteFunc(ms, func(m []int) bool { return p.word && m[0] > 0 && str.WordByte(text[m[0]-1]) })
 			if len(ms) == 0 {
 				continue
 			}
@@ -505,12 +505,6 @@ func exitStatus(parts []string) *int {
 		}
 	}
 	return nil
-}
-
-// wordByte reports whether c is an ASCII letter, digit or underscore (what
-// \b counts as a word).
-func wordByte(c byte) bool {
-	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // windows returns the end and the start of s, outputWindow bytes each (s

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rcm-dev/rcm/internal/str"
 )
 
 // Caps on how much text the router reads per message. A request's head
@@ -113,14 +115,14 @@ func emit(h term, prev *[2]term, v visitor) {
 // words hashes the word runs of a path-class run.
 func words(run string, prev *[2]term, v visitor) {
 	for i := 0; i < len(run); {
-		if !wordByte(run[i]) {
+		if !str.WordByte(run[i]) {
 			i++
 			continue
 		}
 		h := uint64(fnvOffset)
 		j := i
 		digits := true
-		for ; j < len(run) && wordByte(run[j]); j++ {
+		for ; j < len(run) && str.WordByte(run[j]); j++ {
 			c := lower(run[j])
 			if c < '0' || c > '9' {
 				digits = false
@@ -147,7 +149,7 @@ func runes(s string, i int, prev *[2]term, v visitor) int {
 	count := 0
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r < utf8.RuneSelf && !wordByte(byte(r)) || r >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+		if r < utf8.RuneSelf && !str.WordByte(byte(r)) || r >= utf8.RuneSelf && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			break
 		}
 		i += size
@@ -248,11 +250,7 @@ func hashWord(s string) term {
 }
 
 func pathByte(c byte) bool {
-	return wordByte(c) || c == '/' || c == '.' || c == '-' || c == '~'
-}
-
-func wordByte(c byte) bool {
-	return c == '_' || letter(c) || (c >= '0' && c <= '9')
+	return str.WordByte(c) || c == '/' || c == '.' || c == '-' || c == '~'
 }
 
 func letter(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }

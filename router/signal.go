@@ -146,7 +146,7 @@ func validName(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !wordByte(c) && c != '-' && c != '.' && c != '/' {
+		if !str.WordByte(c) && c != '-' && c != '.' && c != '/' {
 			return false
 		}
 	}
@@ -240,7 +240,7 @@ func slash(w string) bool {
 	}
 	for i := 2; i < len(w); i++ {
 		c := w[i]
-		if !wordByte(c) && c != '-' && c != ':' {
+		if !str.WordByte(c) && c != '-' && c != ':' {
 			return false
 		}
 	}

@@ -90,13 +90,13 @@ func Parse(f Format, body []byte, h Hints) (*Transcript, error) {
 func (a *adapter) finish(t *Transcript, h Hints) { a.finishFrom(t, h, nil, nil, 0) }
 
 // finishFrom is finish with the turns opened before message from known
-// (see resegment).
+// (see segment).
 func (a *adapter) finishFrom(t *Transcript, h Hints, turns []Turn, fps []Fingerprint, from int) {
 	t.Kind = a.kind(t, h)
 	if t.Kind == Agent && h.Subagent {
 		t.Kind = Subagent
 	}
-	t.Turns, t.Preamble, t.fps = resegment(t.Messages, a.opens, turns, fps, from)
+	t.Turns, t.Preamble, t.fps = segment(t.Messages, a.opens, turns, fps, from)
 }
 
 // ParseReply returns the assistant message of an upstream answer in format

@@ -36,15 +36,11 @@ func isContinuation(text string) bool {
 
 // segment splits messages into turns where opensTurn says one opens;
 // everything else belongs to the turn it follows. It fingerprints each turn
-// with the opening text opensTurn decoded anyway.
-func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool)) (turns []Turn, preamble int, fps []Fingerprint) {
-	return resegment(ms, opensTurn, nil, nil, 0)
-}
-
-// resegment is segment resumed at message from: turns and fps are those of
-// the turns opened before it (a Cache takes them over from the previous
-// call, whose messages before from are the same), to be extended.
-func resegment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool), turns []Turn, fps []Fingerprint, from int) ([]Turn, int, []Fingerprint) {
+// with the opening text opensTurn decoded anyway. It starts at message from:
+// turns and fps are those of the turns opened before it (none from 0; a
+// Cache takes them over from the previous call, whose messages before from
+// are the same), to be extended.
+func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, bool), turns []Turn, fps []Fingerprint, from int) ([]Turn, int, []Fingerprint) {
 	preamble := len(ms)
 	var c chain
 	if len(turns) > 0 {

@@ -125,8 +125,8 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(waits) == 2 {
 		lat, all := waits[0], waits[1]
 		fmt.Fprintf(stdout, "\n### Store waits (rcm's /rcm/metrics, router and rcm mode)\n\n")
-		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %s in all\n", lat.n, ms(lat.sum))
-		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %s in all\n", all.n-lat.n, ms(all.sum-lat.sum))
+		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %v in all\n", lat.n, lat.sum.Round(100*time.Microsecond))
+		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %v in all\n", all.n-lat.n, (all.sum - lat.sum).Round(100*time.Microsecond))
 	}
 	return err
 }
@@ -160,8 +160,6 @@ func readWaits(base string) storeWaits {
 	}
 	return w
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 // kilobytes parses a comma-separated list of sizes in KB; "" is none.
 func kilobytes(s string) ([]int, error) {

@@ -44,3 +44,9 @@ func CommonPrefix(a, b []byte) int {
 	}
 	return i
 }
+
+// WordByte reports whether c is an ASCII letter, digit or underscore: a
+// byte of a word, as regexp's \b counts it.
+func WordByte(c byte) bool {
+	return c == '_' || (c|0x20) >= 'a' && (c|0x20) <= 'z' || c >= '0' && c <= '9'
+}

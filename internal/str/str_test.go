@@ -83,3 +83,13 @@ func TestCommonPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestWordByte(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		want := b == '_' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+		if WordByte(b) != want {
+			t.Errorf("WordByte(%q) = %v", b, !want)
+		}
+	}
+}

@@ -30,11 +30,20 @@ func getJSON(b *bolt.Bucket, what string, key []byte, v any) (bool, error) {
 // none holds a token a user pasted into a request or a command. The
 // redaction keeps the JSON valid (see package redact).
 func putJSON(b *bolt.Bucket, what string, key []byte, v any) error {
+	raw, err := encodeJSON(what, key, v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// encodeJSON is v as putJSON stores it.
+func encodeJSON(what string, key []byte, v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("%s %q: encode: %w", what, key, err)
+		return nil, fmt.Errorf("%s %q: encode: %w", what, key, err)
 	}
-	return b.Put(key, redact.Bytes(raw))
+	return redact.Bytes(raw), nil
 }
 
 // listJSON decodes every value of the bucket that bucket picks (nil: none)

@@ -6,7 +6,9 @@
 // bytes per turn, plus the record message injected, which --memory-tokens
 // bounds), and the memory messages frozen per turn (FrozenAt, PutFrozen):
 // the record placed before a turn (the start of a run of its task) stays
-// the same bytes in every later call.
+// the same bytes in every later call. A Pending holds one transaction's
+// writes as they will read once committed, so that a session's next call
+// routes on them without waiting for the fsync (ViewWith).
 //
 // It also builds the records: Record.Observe folds one model call (the
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply
@@ -20,7 +22,8 @@
 // "sessions" bucket (session id -> Session as JSON) and a "data" bucket with
 // one nested bucket per session, which holds "labels" (fingerprint -> compact
 // binary Label), "tasks" and "records" (task id -> JSON) and "events"
-// (big-endian sequence -> JSON).
+// (big-endian sequence -> JSON), and the key "committed": the id of the
+// latest Pending a committed transaction made (Tx.Commits).
 //
 // Caveats:
 //   - bbolt holds an exclusive file lock, so one process at a time opens a

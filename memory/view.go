@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -11,17 +13,38 @@ import (
 // View is one read transaction: what a model call routes on, read at one
 // point in time and at the cost of one transaction (Store.View). Its
 // methods read as Store's do; like every read here, what they return is
-// copied out of the transaction.
-type View struct{ tx *bolt.Tx }
+// copied out of the transaction. A view with Pending writes (ViewWith)
+// reads the store as those writes will leave it.
+type View struct {
+	tx      *bolt.Tx
+	p       *Pending
+	checked bool // whether p is known not to have committed (see pending)
+}
 
 // View runs fn in one read transaction.
 func (s *Store) View(fn func(*View) error) error {
-	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx}) })
+	return s.ViewWith(nil, fn)
+}
+
+// ViewWith runs fn in one read transaction that reads p's session as if
+// p's writes had committed (p may be nil: none).
+func (s *Store) ViewWith(p *Pending, fn func(*View) error) error {
+	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx: tx, p: p}) })
 }
 
 // Labels is Store.Labels within the view.
 func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
-	return readLabels(v.tx, session, fps)
+	labels, found, err := readLabels(v.tx, session, fps)
+	p := v.pending(session)
+	if err != nil || p == nil {
+		return labels, found, err
+	}
+	for i, fp := range fps {
+		if l, ok := p.labels[fp]; ok && !(found[i] && labels[i].Routed) {
+			labels[i], found[i] = l, true
+		}
+	}
+	return labels, found, nil
 }
 
 // Tasks is Store.Tasks within the view.
@@ -30,13 +53,55 @@ func (v *View) Tasks(session string) ([]Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p := v.pending(session); p != nil {
+		out = merge(out, p.tasks, func(t Task) string { return t.ID })
+	}
 	sortTasks(out)
 	return out, nil
 }
 
 // Records is Store.Records within the view.
 func (v *View) Records(session string) ([]Record, error) {
-	return readJSON[Record](sessionBucket(v.tx, session, bucketRecords), "record")
+	out, err := readJSON[Record](sessionBucket(v.tx, session, bucketRecords), "record")
+	p := v.pending(session)
+	if err != nil || p == nil {
+		return out, err
+	}
+	out = merge(out, p.records, func(r Record) string { return r.Task })
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Task, b.Task) })
+	return out, nil
+}
+
+// Record is Store.Record within the view.
+func (v *View) Record(session, task string) (Record, bool, error) {
+	if p := v.pending(session); p != nil {
+		if r, ok := p.records[task]; ok {
+			return r, true, nil
+		}
+	}
+	var r Record
+	found, err := getJSON(sessionBucket(v.tx, session, bucketRecords), "record", []byte(task), &r)
+	return r, found, err
+}
+
+// merge replaces the values of stored that put holds under their key and
+// adds the rest of put: a put replaces what the store holds.
+func merge[T any](stored []T, put map[string]T, key func(T) string) []T {
+	if len(put) == 0 {
+		return stored
+	}
+	seen := make(map[string]bool, len(put))
+	for i, v := range stored {
+		if p, ok := put[key(v)]; ok {
+			stored[i], seen[key(v)] = p, true
+		}
+	}
+	for k, v := range put {
+		if !seen[k] {
+			stored = append(stored, v)
+		}
+	}
+	return stored
 }
 
 // Frozen holds memory messages frozen for turns, by task and turn.
@@ -56,8 +121,12 @@ func (f Frozen) At(task string, fps []transcript.Fingerprint) (msgs [][]byte, fo
 // key of the session's frozen messages (each task keeps at most maxFrozen)
 // and copies only those of fps.
 func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, error) {
+	var put map[string][]frozenPut
+	if p := v.pending(session); p != nil {
+		put = p.frozen
+	}
 	b := sessionBucket(v.tx, session, bucketFrozen)
-	if b == nil || len(fps) == 0 {
+	if b == nil && len(put) == 0 || len(fps) == 0 {
 		return nil, nil
 	}
 	want := make(map[transcript.Fingerprint]bool, len(fps))
@@ -65,8 +134,14 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 		want[fp] = true
 	}
 	out := Frozen{}
-	c := b.Cursor()
-	for k, val := c.First(); k != nil; k, val = c.Next() {
+	// Every stored turn of the tasks put, with its sequence number: the
+	// puts prune the oldest.
+	held := map[string][]heldFrozen{}
+	var c *bolt.Cursor
+	if b != nil {
+		c = b.Cursor()
+	}
+	for k, val := first(c); k != nil; k, val = c.Next() {
 		// frozenKey: the task's length, the task, the fingerprint.
 		n, w := binary.Uvarint(k)
 		var fp transcript.Fingerprint
@@ -74,16 +149,76 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 			continue
 		}
 		copy(fp[:], k[w+int(n):])
+		if _, ok := put[string(k[w:w+int(n)])]; ok {
+			task := string(k[w : w+int(n)])
+			var seq uint64 // too short to hold one: the oldest
+			if len(val) >= 8 {
+				seq = binary.BigEndian.Uint64(val)
+			}
+			held[task] = append(held[task], heldFrozen{fp, seq})
+		}
 		if !want[fp] {
 			continue
 		}
 		if msg, ok := frozenValue(val); ok {
-			task := string(k[w : w+int(n)])
-			if out[task] == nil {
-				out[task] = map[transcript.Fingerprint][]byte{}
-			}
-			out[task][fp] = msg
+			out.add(string(k[w:w+int(n)]), fp, msg)
 		}
 	}
+	for task, puts := range put {
+		out.put(task, puts, held[task], want)
+	}
 	return out, nil
+}
+
+// first is c.First, nil when c is nil (no bucket).
+func first(c *bolt.Cursor) ([]byte, []byte) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.First()
+}
+
+// heldFrozen is a stored frozen message's turn and sequence number.
+type heldFrozen struct {
+	fp  transcript.Fingerprint
+	seq uint64
+}
+
+func (f Frozen) add(task string, fp transcript.Fingerprint, msg []byte) {
+	if f[task] == nil {
+		f[task] = map[transcript.Fingerprint][]byte{}
+	}
+	f[task][fp] = msg
+}
+
+// put applies puts of task to f as PutFrozen does to the store that holds
+// held, one after the other: a turn's first message stays, and each put
+// drops the oldest beyond maxFrozen (a turn dropped and put again takes
+// the new message). Only the turns in want are kept in f.
+func (f Frozen) put(task string, puts []frozenPut, held []heldFrozen, want map[transcript.Fingerprint]bool) {
+	slices.SortFunc(held, func(a, b heldFrozen) int { return cmp.Compare(a.seq, b.seq) })
+	// live is the task's turns oldest first; put[i] is the put that froze
+	// live[i], nil for a stored one.
+	live := make([]transcript.Fingerprint, len(held))
+	put := make([]*frozenPut, len(held))
+	for i, h := range held {
+		live[i] = h.fp
+	}
+	for i := range puts {
+		if slices.Contains(live, puts[i].fp) {
+			continue
+		}
+		live, put = append(live, puts[i].fp), append(put, &puts[i])
+		if n := len(live) - maxFrozen; n > 0 {
+			for _, fp := range live[:n] {
+				delete(f[task], fp)
+			}
+			live, put = live[n:], put[n:]
+		}
+	}
+	for i, p := range put {
+		if p != nil && want[live[i]] {
+			f.add(task, live[i], p.msg)
+		}
+	}
 }

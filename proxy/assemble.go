@@ -64,8 +64,11 @@ type assembly struct {
 	recordSame  bool
 	labelsSaved int
 
-	// release hands the call's writes to its session's write slot.
-	release func(fn func())
+	// slot orders the call's writes after its session's earlier ones
+	// (nil: not ordered); ahead is what the call read of the previous
+	// call's writes before they committed.
+	slot  *slot
+	ahead *ahead
 
 	resp     limitedBuffer
 	sse      bool
@@ -77,8 +80,7 @@ type assembly struct {
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(),
-		release: runNow}
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() {
 		// A bug in a pipeline step must not break the agent: fail open.
@@ -121,8 +123,8 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// The session's previous call may still be writing what this one
 		// routes on. Title calls run beside agent calls: they neither wait
 		// nor make others wait.
-		h.waitWrites(r, a.session)
-		a.release = h.writes.begin(a.session)
+		h.waitWrites(r, a)
+		a.slot = h.writes.begin(a.session)
 	}
 	switch {
 	case t.Kind == transcript.Compaction && mode == RCM:
@@ -160,18 +162,21 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 func (h *Handler) subagent(r *http.Request, a *assembly) {
 	a.fallback = FallbackSideCall
 	// The parent's call that started the subagent may still be writing.
-	h.waitWrites(r, a.session)
-	if a.task = h.lastTask(a.session); a.task != "" {
+	h.waitWrites(r, a)
+	if a.task = h.lastTask(a.session, a.ahead); a.task != "" {
 		a.routed, a.confidence, a.method = true, 1, "subagent"
 	}
 }
 
-// waitWrites waits for the session's earlier writes (see pending) and
-// counts the wait in the metrics.
-func (h *Handler) waitWrites(r *http.Request, session string) {
-	if d, outcome := h.writes.wait(r.Context(), session); outcome != "" {
+// waitWrites waits for the session's earlier writes (see pending), keeps
+// what the call reads of them ahead of the store, and counts the wait in
+// the metrics.
+func (h *Handler) waitWrites(r *http.Request, a *assembly) {
+	ah, d, outcome := h.writes.wait(r.Context(), a.session)
+	if outcome != "" {
 		h.metrics.observeWait(d, outcome)
 	}
+	a.ahead = ah
 }
 
 // frozen is a record message and the turn it was placed before.
@@ -227,7 +232,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
-	a.release(func() {
+	a.slot.run(func() {
 		defer h.after.Done()
 		if !write {
 			return
@@ -258,6 +263,8 @@ func (h *Handler) record(a *assembly, parent string) error {
 			return err
 		}
 	}
+	ah := readAhead(a, kind, rcm)
+	a.slot.publish(ah)
 	var share *float64
 	if a.prefix != nil {
 		<-a.prefix.this.ready
@@ -267,6 +274,11 @@ func (h *Handler) record(a *assembly, parent string) error {
 	err := h.store.Update(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
 			return err
+		}
+		if ah != nil {
+			if err := w.Commits(ah.writes); err != nil {
+				return err
+			}
 		}
 		if err := saveLabels(w, a); err != nil {
 			return err
@@ -301,8 +313,47 @@ func (h *Handler) record(a *assembly, parent string) error {
 	return nil
 }
 
-// runNow runs a call's writes without ordering them after other calls'.
-func runNow(fn func()) { go fn() }
+// writes is where a call's writes go: the store's transaction, or the
+// Pending its session's next call reads before that transaction commits.
+type writes interface {
+	PutTask(session string, t memory.Task) error
+	PutLabels(session string, fps []transcript.Fingerprint, labels []memory.Label) error
+	PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error
+}
+
+// readAhead returns what the call's write transaction will store of what
+// its session's next call reads (labels, tasks, frozen messages, the
+// task's record, the task of its event), from what the transaction writes;
+// nil when that is not known before it runs (a compaction call's summary
+// is split into the records inside it). The writes are worked out only
+// when a call reads them: most calls have none waiting.
+//
+// The record is the one prepareRecord read the call into: a memory-model
+// summary that lands between the two is read from the call after on. If
+// the transaction fails, see doc.go.
+func readAhead(a *assembly, kind string, rcm bool) *ahead {
+	if rcm && a.transcript.Kind == transcript.Compaction {
+		return nil
+	}
+	ah := &ahead{writes: memory.NewPending(a.session)}
+	if a.task != "" && kind != transcript.Compaction.String() {
+		ah.task = a.task
+	}
+	observes := rcm && a.observes()
+	ah.fill = func(p *memory.Pending) error {
+		if err := saveLabels(p, a); err != nil || !observes {
+			return err
+		}
+		if err := putFrozen(p, a); err != nil {
+			return err
+		}
+		if a.observed != nil && !a.recordSame {
+			return p.PutRecord(a.session, *a.observed)
+		}
+		return nil
+	}
+	return ah
+}
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.
 type limitedBuffer struct {

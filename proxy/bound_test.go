@@ -42,7 +42,7 @@ func TestNoRoutingForAGoneClient(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil).WithContext(ctx)
 	r.Header.Set(HeaderSession, "gone")
 	a := h.assemble(r, transcript.OpenAIChat, Router, 0.8, body)
-	a.release(func() {})
+	a.slot.run(func() {})
 	if a.routed || a.plan != nil || !bytes.Equal(a.body, body) {
 		t.Fatalf("routed for a client that left: routed=%v fallback=%q", a.routed, a.fallback)
 	}
@@ -76,10 +76,10 @@ func TestStoreWaitMetric(t *testing.T) {
 	body := sessionBody(t, switchRequests[:1], switchDirs)
 	hdr := http.Header{HeaderSession: {"ses_wait"}, HeaderMode: {"rcm"}}
 	// Writes of an earlier call of the session that outlast the bound.
-	release := h.writes.begin("ses_wait")
+	slot := h.writes.begin("ses_wait")
 	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
 	io.Copy(io.Discard, resp.Body)
-	release(func() {})
+	slot.run(func() {})
 	h.after.Wait()
 	resp = post(t, srv.URL+"/v1/chat/completions", body, hdr) // nothing pending
 	io.Copy(io.Discard, resp.Body)

@@ -238,9 +238,14 @@ type codexTap struct {
 	mu    sync.Mutex
 	sent  [][]byte
 	tasks []string
+	// busy counts the calls still being answered: Codex may have exited
+	// before its last call's handler returned.
+	busy sync.WaitGroup
 }
 
 func (t *codexTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t.busy.Add(1)
+	defer t.busy.Done()
 	if r.Method == http.MethodPost {
 		b, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(b))
@@ -418,6 +423,9 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	if post == 0 && mode == "rcm" {
 		t.Errorf("no post-compaction call carried the task-aware summary (kinds %v)", kinds(after))
 	}
+	tap.busy.Wait()
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
 	if mode == "native" && !ws {
 		// What Codex sent is what the upstream got, byte for byte.
 		sent := map[string]int{}

@@ -34,8 +34,16 @@
 //   - Store writes happen after the answer, off the request path, 3 ms
 //     after it (so that on few cores they do not compete with answers being
 //     delivered), but a session's next call waits (at most 2 s) for its
-//     previous call's writes, ending that delay, so that it routes on them;
-//     calls of other sessions never wait.
+//     previous call's writes, ending that delay, so that it routes on them.
+//     It waits until they are worked out (the record update), not for their
+//     commit: it reads the store through a memory.Pending of them, and so
+//     forwards what it would forward after their fsync. It still waits for
+//     the commit after a compaction call (whose summary is split into the
+//     records inside the transaction), and when the writes before those
+//     are still committing (calls back to back). If the transaction then
+//     fails, the next call has routed on writes the store lacks; later calls
+//     re-derive the labels and tasks, and render anew a record that was not
+//     frozen. Calls of other sessions never wait.
 //   - rcm mode places a task's record before the first request of each run
 //     of the task (after another task's turn or a compaction summary) and
 //     freezes it there, so a run's calls forward append-only contexts; a

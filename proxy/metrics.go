@@ -48,8 +48,9 @@ func (m *metrics) observeLag(d time.Duration) {
 }
 
 // observeWait counts a call that waited for its session's earlier writes
-// before routing (see pending), how long, and how the wait ended: "done",
-// "bound" (maxPendingWait passed) or "cancelled" (the client left).
+// before routing (see pending), how long, and how the wait ended: "ahead"
+// (they were worked out, still to commit), "done" (committed), "bound"
+// (maxPendingWait passed) or "cancelled" (the client left).
 func (m *metrics) observeWait(d time.Duration, outcome string) {
 	m.add("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", 1, "outcome", outcome)
 	m.mu.Lock()

@@ -1,9 +1,16 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/rcm-dev/rcm/memory"
+	"github.com/tidwall/sjson"
 )
 
 func TestPendingOrdersWritesPerSession(t *testing.T) {
@@ -13,8 +20,8 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 	first := p.begin("s")
 	second := p.begin("s")
 	other := p.begin("o")
-	second(func() { order = append(order, 2) })
-	other(func() {}) // another session does not wait for s
+	second.run(func() { order = append(order, 2) })
+	other.run(func() {}) // another session does not wait for s
 	waited := make(chan struct{})
 	go func() { p.wait(context.Background(), "s"); close(waited) }()
 	select {
@@ -22,7 +29,7 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 		t.Fatal("wait returned while the session's writes were pending")
 	case <-time.After(20 * time.Millisecond):
 	}
-	first(func() { <-step; order = append(order, 1) })
+	first.run(func() { <-step; order = append(order, 1) })
 	close(step)
 	<-waited
 	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
@@ -37,7 +44,7 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.wait(ctx, "s")
-	stuck(func() {})
+	stuck.run(func() {})
 }
 
 // TestPendingSettles: a call's writes hold off after its answer, and a call
@@ -47,17 +54,170 @@ func TestPendingSettles(t *testing.T) {
 	p := pending{settle: time.Hour}
 	ran := make(chan int, 2)
 	first, second := p.begin("s"), p.begin("s")
-	first(func() { ran <- 1 })
-	second(func() { ran <- 2 })
+	first.run(func() { ran <- 1 })
+	second.run(func() { ran <- 2 })
 	select {
 	case n := <-ran:
 		t.Fatalf("write %d ran during its settle delay", n)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if _, outcome := p.wait(context.Background(), "s"); outcome != "done" {
+	if _, _, outcome := p.wait(context.Background(), "s"); outcome != "done" {
 		t.Fatalf("wait ended %q, want done: the delay held", outcome)
 	}
 	if a, b := <-ran, <-ran; a != 1 || b != 2 {
 		t.Fatalf("writes ran in order %d %d", a, b)
+	}
+}
+
+// TestPendingReadsAhead: a call waits for what the session's latest writes
+// will store, not for their commit, and reads that; writes that cannot be
+// read ahead are waited for.
+func TestPendingReadsAhead(t *testing.T) {
+	var p pending
+	commit := make(chan struct{})
+	want := &ahead{task: "t1"}
+	s := p.begin("s")
+	s.run(func() {
+		s.publish(want)
+		<-commit // the fsync
+	})
+	got, _, outcome := p.wait(context.Background(), "s")
+	if got != want || outcome != "ahead" {
+		t.Fatalf("wait gave %v, %q; want the published writes, ahead", got, outcome)
+	}
+	// The next call's writes still run after these.
+	ran := make(chan struct{})
+	next := p.begin("s")
+	next.run(func() { close(ran) })
+	select {
+	case <-ran:
+		t.Fatal("the next call's writes ran before the earlier ones committed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(commit)
+	<-ran
+	if got, _, outcome := p.wait(context.Background(), "s"); got != nil || outcome != "" {
+		t.Fatalf("after the writes: %v, %q", got, outcome)
+	}
+
+	// Writes that publish nothing are waited for.
+	commit = make(chan struct{})
+	s = p.begin("s")
+	s.run(func() {
+		s.publish(nil)
+		<-commit
+	})
+	waited := make(chan string)
+	go func() {
+		ah, _, outcome := p.wait(context.Background(), "s")
+		waited <- fmt.Sprintf("%v %s", ah, outcome)
+	}()
+	select {
+	case o := <-waited:
+		t.Fatalf("wait ended (%s) before the unpublished writes were over", o)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(commit)
+	if o := <-waited; o != "<nil> done" {
+		t.Fatalf("wait ended %s", o)
+	}
+}
+
+// TestNextCallRoutesAheadOfCommit: a session's next call routes on its
+// previous call's writes while their transaction still waits to commit
+// (the store's writer held here, as by a slow fsync), and forwards exactly
+// what it forwards once they have committed: the labels (a turn pinned to
+// a task by header), the record frozen at a switch, the record the
+// previous call updated (read by the compaction rewrite), the task it
+// worked on.
+func TestNextCallRoutesAheadOfCommit(t *testing.T) {
+	reqs := []string{
+		"In /work/ws1 fix the crash in the ORM query compiler; keep the public API unchanged",
+		"In /work/ws2 add a regression test for the URL validator",
+		"Back to /work/ws1: also handle empty lookups in the compiler",
+	}
+	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1"}
+	var bodies [][]byte
+	for n := 1; n <= len(reqs); n++ {
+		bodies = append(bodies, sessionBody(t, reqs[:n], dirs))
+	}
+	tc := `{"role":"assistant","content":"","tool_calls":[{"id":"call_9","type":"function","function":{"name":"bash","arguments":"{\"command\":\"python -m pytest tests/queries\",\"workdir\":\"/work/ws1\"}"}}]}`
+	res := `{"role":"tool","tool_call_id":"call_9","content":"1 failed, 20 passed"}`
+	tool, _ := sjson.SetRawBytes(bodies[2], "messages.-1", []byte(tc))
+	tool, _ = sjson.SetRawBytes(tool, "messages.-1", []byte(res))
+	compact, _, _ := load(t, "compaction_manual_request")
+	type step struct {
+		body []byte
+		task string // X-Rcm-Task
+		// compaction: the call is the harness's compaction, which router
+		// mode passes through without waiting.
+		compaction bool
+	}
+	for name, steps := range map[string][]step{
+		// A switch and back, a test run, the harness's compaction.
+		"switch": {{body: bodies[0]}, {body: bodies[1]}, {body: bodies[2]}, {body: tool}, {body: compact, compaction: true}},
+		// Compaction right after a switch: the task worked on last is the
+		// second.
+		"compact": {{body: bodies[0]}, {body: bodies[1]}, {body: compact, compaction: true}},
+		// The second request pinned to the first task: the third keeps it.
+		"pinned": {{body: bodies[0]}, {body: bodies[1], task: "t1"}, {body: bodies[2]}},
+	} {
+		for _, mode := range []string{"router", "rcm"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				call := func(srv string, rec *recorder, session string, s step) string {
+					hdr := http.Header{HeaderSession: {session}, HeaderMode: {mode}}
+					if s.task != "" {
+						hdr.Set(HeaderTask, s.task)
+					}
+					resp := post(t, srv+"/v1/chat/completions", s.body, hdr)
+					io.Copy(io.Discard, resp.Body)
+					got, _ := rec.last(t)
+					return resp.Header.Get(HeaderTask) + " " + resp.Header.Get(HeaderFallback) + "\n" + string(got)
+				}
+				// Each call after its predecessor's writes have committed.
+				ref := &recorder{}
+				refSrv, refH := setup(t, ref, nil)
+				var want []string
+				for _, s := range steps {
+					want = append(want, call(refSrv.URL, ref, "ses", s))
+					refH.after.Wait()
+				}
+
+				rec := &recorder{}
+				srv, h := setup(t, rec, nil)
+				waits := 0
+				for n := 1; n < len(steps); n++ {
+					if !steps[n].compaction || mode == "rcm" {
+						waits++
+					}
+					session := fmt.Sprint("ses", n)
+					for _, s := range steps[:n-1] {
+						call(srv.URL, rec, session, s)
+						h.after.Wait()
+					}
+					held, release := make(chan struct{}), make(chan struct{})
+					go h.store.Update(func(*memory.Tx) error {
+						select {
+						case <-held:
+						default:
+							close(held)
+						}
+						<-release
+						return nil
+					})
+					<-held
+					call(srv.URL, rec, session, steps[n-1])
+					if got := call(srv.URL, rec, session, steps[n]); got != want[n] {
+						t.Errorf("call %d ahead of the commit forwarded\n%s\nwant\n%s", n, got, want[n])
+					}
+					close(release)
+					h.after.Wait()
+				}
+				m := metricsText(t, srv.URL)
+				if want := fmt.Sprintf(`rcm_store_waits_total{outcome="ahead"} %d`+"\n", waits); !bytes.Contains(m, []byte(want)) {
+					t.Fatalf("metrics lack %q:\n%s", want, m)
+				}
+			})
+		}
 	}
 }

@@ -131,7 +131,12 @@ func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int
 // to be frozen before turn ti after the response (an empty message when the
 // task has no requirements yet, so that later calls add none there either).
 func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
-	rec, found, err := h.store.Record(a.session, a.task)
+	var rec memory.Record
+	var found bool
+	err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) (err error) {
+		rec, found, err = v.Record(a.session, a.task)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +242,15 @@ func (h *Handler) rewriteCompaction(a *assembly) error {
 	if a.session == "" {
 		return nil
 	}
-	recs, err := h.store.Records(a.session)
+	var recs []memory.Record
+	err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) (err error) {
+		recs, err = v.Records(a.session)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	active := h.lastTask(a.session)
+	active := h.lastTask(a.session, a.ahead)
 	states := make([]compaction.TaskState, len(recs))
 	for i, r := range recs {
 		states[i] = taskState(r, r.Task == active)
@@ -271,8 +280,12 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 	return ts
 }
 
-// lastTask is the task of the session's latest routed agent call.
-func (h *Handler) lastTask(session string) string {
+// lastTask is the task of the session's latest routed agent call, with
+// the writes ah (nil: none) of its latest call, still to commit.
+func (h *Handler) lastTask(session string, ah *ahead) string {
+	if ah != nil && ah.task != "" {
+		return ah.task
+	}
 	evs, err := h.store.Events(session, 50)
 	if err != nil {
 		return ""
@@ -293,13 +306,11 @@ func observe(w *memory.Tx, a *assembly) error {
 	if t.Kind == transcript.Compaction {
 		return attributeSummary(w, a)
 	}
-	if a.task == "" || a.plan == nil || a.fallback != FallbackNone {
+	if !a.observes() {
 		return nil
 	}
-	for _, f := range a.freeze {
-		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
-			return err
-		}
+	if err := putFrozen(w, a); err != nil {
+		return err
 	}
 	if a.recordSame {
 		return nil
@@ -318,6 +329,22 @@ func observe(w *memory.Tx, a *assembly) error {
 	})
 }
 
+// observes says whether the call updates its task's record and frozen
+// messages.
+func (a *assembly) observes() bool {
+	return a.transcript.Kind != transcript.Compaction && a.task != "" && a.plan != nil && a.fallback == FallbackNone
+}
+
+// putFrozen freezes the record messages the call placed.
+func putFrozen(w writes, a *assembly) error {
+	for _, f := range a.freeze {
+		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // observeTimeout bounds the reading of one call into its task's record;
 // the turns it leaves are read by the session's next call.
 const observeTimeout = 5 * time.Second
@@ -328,7 +355,7 @@ const observeTimeout = 5 * time.Second
 // The session's writes are ordered (pending), so only a summary can change
 // the record meanwhile; observe checks the version.
 func (h *Handler) prepareRecord(a *assembly) error {
-	if a.transcript.Kind == transcript.Compaction || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
+	if !a.observes() {
 		return nil
 	}
 	rec, _, err := h.store.Record(a.session, a.task)
@@ -366,7 +393,7 @@ func (a *assembly) observation(ctx context.Context) memory.Observation {
 // turn ends (the answer calls no tool), after the record is written; its
 // failure leaves the deterministic record.
 func (h *Handler) summarize(a *assembly) error {
-	if h.summarizer == nil || a.task == "" || a.plan == nil || a.fallback != FallbackNone {
+	if h.summarizer == nil || !a.observes() {
 		return nil
 	}
 	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)

@@ -22,7 +22,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	if t.Kind == transcript.Subagent {
 		// A subagent works for its parent session's current task: its
 		// whole context is that task's and goes out as sent.
-		if task := h.lastTask(r.Header.Get("X-Parent-Session-Id")); task != "" {
+		if task := h.lastTask(r.Header.Get("X-Parent-Session-Id"), nil); task != "" {
 			a.task, a.confidence, a.method, a.routed = task, 1, methodParent, true
 			return nil
 		}
@@ -35,7 +35,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 		// Everything the call routes on, in one read transaction; rcm
 		// mode's frozen records too, since which of them it needs depends
 		// on the decision.
-		err := h.store.View(func(v *memory.View) error {
+		err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) error {
 			labels, found, err := v.Labels(a.session, fps)
 			if err != nil {
 				return fmt.Errorf("load labels: %w", err)
@@ -104,7 +104,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 // fallback's guessed task is not recorded as a task: the next call of the
 // turn guesses afresh and must be free to give it the same id. Labels
 // that saveEarlyLabels wrote are not written again.
-func saveLabels(w *memory.Tx, a *assembly) error {
+func saveLabels(w writes, a *assembly) error {
 	if a.plan == nil {
 		return nil
 	}

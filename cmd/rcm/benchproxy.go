@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,16 +127,34 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(waits) == 2 {
 		lat, all := waits[0], waits[1]
 		fmt.Fprintf(stdout, "\n### Store waits (rcm's /rcm/metrics, router and rcm mode)\n\n")
-		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %v in all\n", lat.n, lat.sum.Round(100*time.Microsecond))
-		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %v in all\n", all.n-lat.n, (all.sum - lat.sum).Round(100*time.Microsecond))
+		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %v in all%s\n", lat.n, lat.sum.Round(100*time.Microsecond), lat.outcomes(storeWaits{}))
+		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %v in all%s\n", all.n-lat.n, (all.sum - lat.sum).Round(100*time.Microsecond), all.outcomes(lat))
 	}
 	return err
 }
 
-// storeWaits is what rcm_store_wait_seconds counts: calls and total time.
+// storeWaits is what rcm_store_wait_seconds counts: calls and total time,
+// and rcm_store_waits_total: calls by how their wait ended.
 type storeWaits struct {
 	n   int
 	sum time.Duration
+	by  map[string]int
+}
+
+// outcomes describes how the waits since before ended, "" when none did:
+// "ahead" waits ended when the writes were worked out, "done" ones when
+// they had committed.
+func (w storeWaits) outcomes(before storeWaits) string {
+	var parts []string
+	for _, o := range slices.Sorted(maps.Keys(w.by)) {
+		if n := w.by[o] - before.by[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // readWaits reads the store waits from the proxy's metrics; zero when it
@@ -146,12 +166,14 @@ func readWaits(base string) storeWaits {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var w storeWaits
+	w := storeWaits{by: map[string]int{}}
 	for line := range strings.Lines(string(b)) {
 		name, v, _ := strings.Cut(strings.TrimSpace(line), " ")
 		f, err := strconv.ParseFloat(v, 64)
 		switch {
 		case err != nil:
+		case strings.HasPrefix(name, `rcm_store_waits_total{outcome="`):
+			w.by[strings.TrimSuffix(strings.TrimPrefix(name, `rcm_store_waits_total{outcome="`), `"}`)] = int(f)
 		case name == "rcm_store_wait_seconds_count":
 			w.n = int(f)
 		case name == "rcm_store_wait_seconds_sum":

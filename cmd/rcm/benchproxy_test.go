@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBenchProxy(t *testing.T) {
@@ -40,5 +44,33 @@ func TestBenchProxyFlags(t *testing.T) {
 		if err := benchProxy(context.Background(), append(args, "--rounds", "1"), &out, &log); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// TestReadWaits: the store waits come from the proxy's metrics, with how
+// each ended; the report gives those since an earlier reading.
+func TestReadWaits(t *testing.T) {
+	metrics := "# TYPE rcm_store_waits_total counter\n" +
+		`rcm_store_waits_total{outcome="ahead"} 7` + "\n" +
+		`rcm_store_waits_total{outcome="done"} 2` + "\n" +
+		"rcm_store_wait_seconds_sum 0.0125\nrcm_store_wait_seconds_count 9\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/rcm/metrics" {
+			io.WriteString(w, metrics)
+		}
+	}))
+	defer srv.Close()
+	w := readWaits(srv.URL)
+	if w.n != 9 || w.sum != 12500*time.Microsecond || w.by["ahead"] != 7 || w.by["done"] != 2 {
+		t.Fatalf("read %+v", w)
+	}
+	if got := w.outcomes(storeWaits{by: map[string]int{"ahead": 3, "done": 2}}); got != " (ahead 4)" {
+		t.Fatalf("since the earlier reading: %q", got)
+	}
+	if got := w.outcomes(w); got != "" {
+		t.Fatalf("none since: %q", got)
+	}
+	if w := readWaits("http://127.0.0.1:9"); w.n != 0 {
+		t.Fatalf("from no proxy: %+v", w)
 	}
 }

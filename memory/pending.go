@@ -1,0 +1,193 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rcm-dev/rcm/redact"
+	"github.com/rcm-dev/rcm/transcript"
+)
+
+// Pending is what a write transaction of one session will have stored once
+// it commits, for reads that cannot wait for its fsync (ViewWith). It takes
+// the same puts as Tx and keeps each value as the store would return it:
+// labels through their binary codec, JSON values and frozen messages
+// redacted. A read through it returns what the same read would return after
+// the commit, whether or not the commit has happened meanwhile: the rules
+// of the store apply at read time (a routed label and the first frozen
+// message of a turn stay, each task keeps maxFrozen frozen messages).
+//
+// The transaction that makes the writes says so (Tx.Commits): once it has
+// committed, a view reads the store alone, so a Pending may be read before,
+// during and after its commit alike.
+//
+// A Pending is filled by one goroutine and read only after it is handed
+// over (it is not safe for concurrent writes).
+type Pending struct {
+	session string
+	id      [8]byte // random: no other Pending, of this process or an earlier one, shares it
+	labels  map[transcript.Fingerprint]Label
+	tasks   map[string]Task
+	records map[string]Record
+	// frozen holds each task's messages in the order put; a turn's first
+	// stays.
+	frozen map[string][]frozenPut
+}
+
+type frozenPut struct {
+	fp  transcript.Fingerprint
+	msg []byte
+}
+
+// NewPending returns an empty Pending of session's writes.
+func NewPending(session string) *Pending {
+	p := &Pending{session: session}
+	binary.BigEndian.PutUint64(p.id[:], rand.Uint64())
+	return p
+}
+
+// keyCommitted, in a session's data bucket, is the id of the latest
+// Pending a committed transaction made.
+var keyCommitted = []byte("committed")
+
+// Commits says that this transaction makes p's writes (puts them itself):
+// once it commits, views read the store, not p.
+func (w *Tx) Commits(p *Pending) error {
+	if err := checkID("session", p.session); err != nil {
+		return fmt.Errorf("memory: commit pending: %w", err)
+	}
+	return w.do("commit pending "+p.session, func(tx *bolt.Tx) error {
+		sb, err := tx.Bucket(bucketData).CreateBucketIfNotExists([]byte(p.session))
+		if err != nil {
+			return err
+		}
+		return sb.Put(keyCommitted, p.id[:])
+	})
+}
+
+// pending returns the writes of session v reads ahead of the store: v's
+// Pending when it is the session's and has not committed.
+func (v *View) pending(session string) *Pending {
+	if v.p == nil || v.p.session != session {
+		return nil
+	}
+	if !v.checked {
+		v.checked = true
+		if sb := v.tx.Bucket(bucketData).Bucket([]byte(session)); sb != nil && bytes.Equal(sb.Get(keyCommitted), v.p.id[:]) {
+			v.p = nil
+		}
+	}
+	return v.p
+}
+
+// PutLabels is Tx.PutLabels, ahead of the commit.
+func (p *Pending) PutLabels(session string, fps []transcript.Fingerprint, labels []Label) error {
+	if err := p.check("put labels", session); err != nil {
+		return err
+	}
+	if len(fps) != len(labels) {
+		return fmt.Errorf("memory: put labels %s: %d fingerprints but %d labels", session, len(fps), len(labels))
+	}
+	if p.labels == nil {
+		p.labels = make(map[transcript.Fingerprint]Label, len(fps))
+	}
+	names := map[string]string{}
+	for i, l := range labels {
+		raw, err := encodeLabel(l)
+		if err != nil {
+			return fmt.Errorf("memory: put labels %s: label %s: %w", session, fps[i], err)
+		}
+		if p.labels[fps[i]], err = decodeLabel(raw, names); err != nil {
+			return fmt.Errorf("memory: put labels %s: label %s: %w", session, fps[i], err)
+		}
+	}
+	return nil
+}
+
+// PutTask is Tx.PutTask, ahead of the commit.
+func (p *Pending) PutTask(session string, t Task) error {
+	if err := p.check("put task", session); err != nil {
+		return err
+	}
+	if err := checkID("task", t.ID); err != nil {
+		return fmt.Errorf("memory: put task: %w", err)
+	}
+	stored, err := stored("task", t.ID, t)
+	if err != nil {
+		return err
+	}
+	if p.tasks == nil {
+		p.tasks = map[string]Task{}
+	}
+	p.tasks[t.ID] = stored
+	return nil
+}
+
+// PutRecord is Tx.UpdateRecord, ahead of the commit, of an update that
+// leaves r: r is the record as read before the update, then changed.
+func (p *Pending) PutRecord(session string, r Record) error {
+	if err := p.check("put record", session); err != nil {
+		return err
+	}
+	if err := checkID("task", r.Task); err != nil {
+		return fmt.Errorf("memory: put record: %w", err)
+	}
+	r.Version++
+	stored, err := stored("record", r.Task, r)
+	if err != nil {
+		return err
+	}
+	if p.records == nil {
+		p.records = map[string]Record{}
+	}
+	p.records[r.Task] = stored
+	return nil
+}
+
+// PutFrozen is Tx.PutFrozen, ahead of the commit.
+func (p *Pending) PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error {
+	if err := p.check("put frozen", session); err != nil {
+		return err
+	}
+	if err := checkID("task", task); err != nil {
+		return fmt.Errorf("memory: put frozen: %w", err)
+	}
+	if slices.ContainsFunc(p.frozen[task], func(f frozenPut) bool { return f.fp == fp }) {
+		return nil
+	}
+	if p.frozen == nil {
+		p.frozen = map[string][]frozenPut{}
+	}
+	p.frozen[task] = append(p.frozen[task], frozenPut{fp, redact.Bytes(msg)})
+	return nil
+}
+
+func (p *Pending) check(op, session string) error {
+	if err := checkID("session", session); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
+	}
+	if session != p.session {
+		return fmt.Errorf("memory: %s: session %q in writes of %q", op, session, p.session)
+	}
+	return nil
+}
+
+// stored returns v as the store returns it once put (encoded, redacted,
+// decoded).
+func stored[T any](what, key string, v T) (T, error) {
+	raw, err := encodeJSON(what, []byte(key), v)
+	if err != nil {
+		return v, fmt.Errorf("memory: %w", err)
+	}
+	var out T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return v, fmt.Errorf("memory: %s %q: decode: %w", what, key, err)
+	}
+	return out, nil
+}

@@ -25,7 +25,8 @@ const settleDelay = 3 * time.Millisecond
 // previous call's labels and frozen memory would change the forwarded
 // prefix. The call waits until those writes are worked out, not until they
 // are on disk: it routes on them ahead of their commit (see ahead), so it
-// never waits for an fsync (unless the writes before them still do).
+// never waits for an fsync, unless the writes before them still do or
+// they are a compaction call's (see readAhead).
 type pending struct {
 	mu     sync.Mutex
 	last   map[string]*slot // session -> its latest write slot
@@ -43,8 +44,8 @@ type slot struct {
 	// read before they run (then a waiting call waits for done).
 	ahead *ahead
 	p     *pending
-	prev  *slot
-	key   string
+	key   string // the session, p.last's key
+	prev  *slot  // the session's slot before, until its writes are over
 }
 
 // ahead is what a call's writes will have stored once they commit, as

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -50,13 +51,18 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	defer rp.Close()
 	bare := httptest.NewServer(Bare(u))
 	defer bare.Close()
+	relay, err := NewRelay(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", http.StatusBadGateway)
 	}))
 	defer broken.Close()
 
 	cfg := Config{
-		Targets: []Target{{"direct", up.URL + "/v1"}, {"bare", bare.URL + "/v1"}, {"native", rp.URL + "/v1"}, {"broken", broken.URL + "/v1"}},
+		Targets: []Target{{"direct", up.URL + "/v1"}, {"relay", "http://" + relay.Addr() + "/v1"}, {"bare", bare.URL + "/v1"}, {"native", rp.URL + "/v1"}, {"broken", broken.URL + "/v1"}},
 		Sizes:   []int{4 << 10, 30 << 10}, Agents: 2, Calls: 3, Pause: -1, Conns: 2, Duration: 100 * time.Millisecond, Rounds: 2,
 	}
 	var ended []string
@@ -68,7 +74,7 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	if strings.Join(ended, " ") != "latency throughput" {
 		t.Errorf("phases ended: %v", ended)
 	}
-	if len(res.Sizes) != 2 || len(res.Throughput) != 4 {
+	if len(res.Sizes) != 2 || len(res.Throughput) != 5 {
 		t.Fatalf("got %d sizes and %d rates", len(res.Sizes), len(res.Throughput))
 	}
 	for _, s := range res.Sizes {
@@ -85,14 +91,14 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 			}
 		}
 	}
-	if r := res.Throughput[2]; r.PerSecond <= 0 || r.Errors != 0 {
+	if r := res.Throughput[3]; r.PerSecond <= 0 || r.Errors != 0 {
 		t.Errorf("native throughput %+v", r)
 	}
 	var out strings.Builder
 	res.Write(&out)
 	for _, want := range []string{"### Latency, 4 KB body (2 agents, 0s pause ± 50%)", "### Latency, 30 KB body", "| native |", "| bare |", "| broken |",
 		"### Throughput, 30 KB body (2 connections", "native p50 over direct, 30 KB",
-		"a bare httputil.ReverseProxy p50 over direct"} {
+		"a TCP relay (parses nothing) p50 over direct", "a bare httputil.ReverseProxy p50 over direct"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -100,6 +106,37 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	// Not measured at 100 KB here: those goals are left out, not guessed.
 	if strings.Contains(out.String(), "p50 over native, 100 KB") {
 		t.Errorf("report checks a goal at a size it did not measure:\n%s", out.String())
+	}
+}
+
+// TestRelay: the relay carries HTTP both ways, keep-alive included, and
+// Close ends its connections: the client's next call on them fails.
+func TestRelay(t *testing.T) {
+	up := httptest.NewServer(Upstream())
+	defer up.Close()
+	r, err := NewRelay(strings.TrimPrefix(up.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for range 3 {
+		resp, err := c.Post("http://"+r.Addr()+"/v1/chat/completions", "application/json", strings.NewReader(`{"messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(b, []byte("choices")) {
+			t.Fatalf("through the relay: %d %s", resp.StatusCode, b)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Post("http://"+r.Addr()+"/v1/chat/completions", "application/json", strings.NewReader(`{}`)); err == nil {
+		t.Fatal("a call went through a closed relay")
 	}
 }
 

@@ -49,7 +49,7 @@ func proxyBenchOptions(c *proxyBenchConfig) []option {
 func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := proxyBenchConfig{pause: 100 * time.Millisecond, duration: 2 * time.Second, caddy: "auto", jitter: 0.5}
 	if err := parseOptions("bench proxy", args, proxyBenchOptions(&c), false,
-		"Usage: rcm bench proxy [flags]\n\nSends the same OpenCode-shaped bodies to a fast local upstream directly, through a bare\nhttputil.ReverseProxy, through Caddy (when installed) and through an in-process rcm in native, router and rcm mode, and prints latency\nand throughput side by side with the overhead goals. Every flag has an environment twin."); err != nil {
+		"Usage: rcm bench proxy [flags]\n\nSends the same OpenCode-shaped bodies to a fast local upstream directly, through a TCP relay\n(parses nothing), through a bare httputil.ReverseProxy, through Caddy (when installed) and through an in-process rcm in native, router and rcm mode, and prints latency\nand throughput side by side with the overhead goals. Every flag has an environment twin."); err != nil {
 		return err
 	}
 	cfg := overhead.Config{Agents: int(c.agents), Calls: int(c.calls), Conns: int(c.conns), Rounds: int(c.rounds),
@@ -74,6 +74,13 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer up.Close()
 	upURL := "http://" + upLn.Addr().String()
 	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "direct", Base: upURL + "/v1"})
+
+	relay, err := overhead.NewRelay(upLn.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer relay.Close()
+	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "relay", Base: "http://" + relay.Addr() + "/v1"})
 
 	bareLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -17,7 +17,7 @@ func TestBenchProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, log.String())
 	}
-	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| bare |", "| native |", "| router |", "| rcm |", "### Throughput",
+	for _, want := range []string{"### Latency, 8 KB body", "### Latency, 64 KB body", "| direct |", "| relay |", "| bare |", "| native |", "| router |", "| rcm |", "### Throughput",
 		"### Store waits", "- latency phases: ", "- throughput phase (no pause): "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -30,7 +30,7 @@ func TestBenchProxy(t *testing.T) {
 	for _, line := range strings.Split(out.String(), "\n") {
 		f := strings.Split(strings.Trim(line, "| "), "|")
 		switch strings.TrimSpace(f[0]) {
-		case "direct", "bare", "native", "router", "rcm":
+		case "direct", "relay", "bare", "native", "router", "rcm":
 			if e := strings.TrimSpace(f[len(f)-1]); e != "0" {
 				t.Errorf("%s errors in %q", e, line)
 			}

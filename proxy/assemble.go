@@ -263,7 +263,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 			return err
 		}
 	}
-	ah := readAhead(a, kind, rcm)
+	ah := h.readAhead(a, kind, rcm)
 	a.slot.publish(ah)
 	var share *float64
 	if a.prefix != nil {
@@ -323,19 +323,33 @@ type writes interface {
 
 // readAhead returns what the call's write transaction will store of what
 // its session's next call reads (labels, tasks, frozen messages, the
-// task's record, the task of its event), from what the transaction writes;
-// nil when that is not known before it runs (a compaction call's summary
-// is split into the records inside it). The writes are worked out only
-// when a call reads them: most calls have none waiting.
+// records, the task of its event), from what the transaction writes. The
+// writes are worked out only when a call reads them: most calls have none
+// waiting.
 //
 // The record is the one prepareRecord read the call into: a memory-model
 // summary that lands between the two is read from the call after on. If
 // the transaction fails, see doc.go.
-func readAhead(a *assembly, kind string, rcm bool) *ahead {
-	if rcm && a.transcript.Kind == transcript.Compaction {
-		return nil
-	}
+func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
 	ah := &ahead{writes: memory.NewPending(a.session)}
+	if rcm && a.transcript.Kind == transcript.Compaction {
+		// The summary's sections go into the records as they stand: the
+		// session's earlier writes are over (see pending).
+		ah.fill = func(p *memory.Pending) error {
+			for id, section := range summarySections(a) {
+				rec, _, err := h.store.Record(a.session, id)
+				if err != nil {
+					return err
+				}
+				rec.Task, rec.Summary = id, section
+				if err := p.PutRecord(a.session, rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return ah
+	}
 	if a.task != "" && kind != transcript.Compaction.String() {
 		ah.task = a.task
 	}

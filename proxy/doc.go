@@ -38,9 +38,8 @@
 //     It waits until they are worked out (the record update), not for their
 //     commit: it reads the store through a memory.Pending of them, and so
 //     forwards what it would forward after their fsync. It still waits for
-//     the commit after a compaction call (whose summary is split into the
-//     records inside the transaction), and when the writes before those
-//     are still committing (calls back to back). If the transaction then
+//     a commit when the writes before those are still committing (calls
+//     back to back). If the transaction then
 //     fails, the next call has routed on writes the store lacks; later calls
 //     re-derive the labels and tasks, and render anew a record that was not
 //     frozen. Calls of other sessions never wait.

@@ -25,8 +25,7 @@ const settleDelay = 3 * time.Millisecond
 // previous call's labels and frozen memory would change the forwarded
 // prefix. The call waits until those writes are worked out, not until they
 // are on disk: it routes on them ahead of their commit (see ahead), so it
-// never waits for an fsync, unless the writes before them still do or
-// they are a compaction call's (see readAhead).
+// never waits for an fsync, unless the writes before them still do.
 type pending struct {
 	mu     sync.Mutex
 	last   map[string]*slot // session -> its latest write slot

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -146,16 +147,30 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 	tool, _ := sjson.SetRawBytes(bodies[2], "messages.-1", []byte(tc))
 	tool, _ = sjson.SetRawBytes(tool, "messages.-1", []byte(res))
 	compact, _, _ := load(t, "compaction_manual_request")
+	// The harness's compaction answers one section per task; its next call
+	// carries the summary and returns to the first task.
+	summary := "## Task t1\n- fix the ORM compiler crash, keep the API\n\n## Task t2\n- validator regression test, unfinished"
+	after, _, _ := load(t, "after_autocompaction_request")
+	after, _ = sjson.SetBytes(after, "messages.2.content", summary)
+	after, _ = sjson.SetRawBytes(after, "messages.-1", []byte(`{"role":"user","content":"Back in /work/ws1: also handle empty lookups"}`))
+	answer := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		content := "ok"
+		if r.Header.Get("X-Test-Kind") == "compaction" {
+			content = summary
+		}
+		b, _ := json.Marshal(content)
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":`+string(b)+`},"finish_reason":"stop"}]}`)
+	}
 	type step struct {
 		body []byte
 		task string // X-Rcm-Task
-		// compaction: the call is the harness's compaction, which router
-		// mode passes through without waiting.
+		// compaction: the call is the harness's compaction.
 		compaction bool
 	}
 	for name, steps := range map[string][]step{
 		// A switch and back, a test run, the harness's compaction.
-		"switch": {{body: bodies[0]}, {body: bodies[1]}, {body: bodies[2]}, {body: tool}, {body: compact, compaction: true}},
+		"switch": {{body: bodies[0]}, {body: bodies[1]}, {body: bodies[2]}, {body: tool}, {body: compact, compaction: true}, {body: after}},
 		// Compaction right after a switch: the task worked on last is the
 		// second.
 		"compact": {{body: bodies[0]}, {body: bodies[1]}, {body: compact, compaction: true}},
@@ -169,13 +184,16 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 					if s.task != "" {
 						hdr.Set(HeaderTask, s.task)
 					}
+					if s.compaction {
+						hdr.Set("X-Test-Kind", "compaction")
+					}
 					resp := post(t, srv+"/v1/chat/completions", s.body, hdr)
 					io.Copy(io.Discard, resp.Body)
 					got, _ := rec.last(t)
 					return resp.Header.Get(HeaderTask) + " " + resp.Header.Get(HeaderFallback) + "\n" + string(got)
 				}
 				// Each call after its predecessor's writes have committed.
-				ref := &recorder{}
+				ref := &recorder{answer: answer}
 				refSrv, refH := setup(t, ref, nil)
 				var want []string
 				for _, s := range steps {
@@ -183,11 +201,13 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 					refH.after.Wait()
 				}
 
-				rec := &recorder{}
+				rec := &recorder{answer: answer}
 				srv, h := setup(t, rec, nil)
 				waits := 0
 				for n := 1; n < len(steps); n++ {
-					if !steps[n].compaction || mode == "rcm" {
+					// Router mode passes compaction through: it neither
+					// waits nor has writes to wait for.
+					if mode == "rcm" || !steps[n].compaction && !steps[n-1].compaction {
 						waits++
 					}
 					session := fmt.Sprint("ses", n)

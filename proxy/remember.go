@@ -420,11 +420,7 @@ func (h *Handler) summarize(a *assembly) error {
 // attributeSummary stores each task's section of a compaction summary in
 // that task's record.
 func attributeSummary(w *memory.Tx, a *assembly) error {
-	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
-	if !ok || len(a.knownTasks) < 2 {
-		return nil
-	}
-	for id, section := range compaction.SplitSummary(reply.Text(), a.knownTasks) {
+	for id, section := range summarySections(a) {
 		if err := w.UpdateRecord(a.session, id, func(r *memory.Record) error {
 			r.Task = id
 			r.Summary = section
@@ -434,4 +430,14 @@ func attributeSummary(w *memory.Tx, a *assembly) error {
 		}
 	}
 	return nil
+}
+
+// summarySections splits a compaction call's summary by task (none when
+// the session has fewer than two tasks or the answer has no text).
+func summarySections(a *assembly) map[string]string {
+	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
+	if !ok || len(a.knownTasks) < 2 {
+		return nil
+	}
+	return compaction.SplitSummary(reply.Text(), a.knownTasks)
 }

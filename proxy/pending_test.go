@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/sjson"
 )
 
@@ -240,4 +244,44 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEarlierCallsLetGo: a call that routed on its previous call's writes
+// ahead of their commit does not keep the previous call (its body, its
+// transcript) alive once both are over.
+func TestEarlierCallsLetGo(t *testing.T) {
+	h, srv, _ := newHandler(t, Config{Upstream: "http://127.0.0.1:9/v1", Mode: RCM})
+	held, release := make(chan struct{}), make(chan struct{})
+	go h.store.Update(func(*memory.Tx) error {
+		select {
+		case <-held:
+		default:
+			close(held)
+		}
+		<-release
+		return nil
+	})
+	<-held
+	call := func(n int) *assembly {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		r.Header.Set(HeaderSession, "ses_letgo")
+		h.after.Add(1)
+		a := h.assemble(r, transcript.OpenAIChat, RCM, 0.8, sessionBody(t, switchRequests[:n], switchDirs))
+		a.complete, a.status = true, http.StatusOK
+		a.resp.WriteString(`{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		h.done(r, a)
+		return a
+	}
+	first := weak.Make(call(1))
+	second := call(2) // routes on the first's writes, still to commit
+	close(release)
+	h.after.Wait()
+	if m := metricsText(t, srv.URL); !bytes.Contains(m, []byte(`rcm_store_waits_total{outcome="ahead"} 1`)) {
+		t.Fatalf("the second call did not read ahead:\n%s", m)
+	}
+	runtime.GC()
+	if first.Value() != nil {
+		t.Fatal("the first call is still alive: the second holds it")
+	}
+	runtime.KeepAlive(second)
 }

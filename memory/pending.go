@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -25,18 +26,22 @@ import (
 //
 // The transaction that makes the writes says so (Tx.Commits): once it has
 // committed, a view reads the store alone, so a Pending may be read before,
-// during and after its commit alike.
+// during and after its commit alike. Several Pendings of a session, made
+// one after the other and committed in that order, read as their
+// transactions leave the store one after the other.
 //
 // A Pending is filled by one goroutine and read only after it is handed
 // over (it is not safe for concurrent writes).
 type Pending struct {
 	session string
-	id      [8]byte // random: no other Pending, of this process or an earlier one, shares it
+	// id is the process's nonce, then the Pending's number: no Pending of
+	// an earlier process shares it, and a later one of this process has a
+	// greater number.
+	id      [16]byte
 	labels  map[transcript.Fingerprint]Label
 	tasks   map[string]Task
 	records map[string]Record
-	// frozen holds each task's messages in the order put; a turn's first
-	// stays.
+	// frozen holds each task's puts in order.
 	frozen map[string][]frozenPut
 }
 
@@ -45,12 +50,19 @@ type frozenPut struct {
 	msg []byte
 }
 
-// NewPending returns an empty Pending of session's writes.
+// NewPending returns an empty Pending of session's writes, to commit after
+// every earlier one of the session.
 func NewPending(session string) *Pending {
 	p := &Pending{session: session}
-	binary.BigEndian.PutUint64(p.id[:], rand.Uint64())
+	copy(p.id[:8], processNonce[:])
+	binary.BigEndian.PutUint64(p.id[8:], pendings.Add(1))
 	return p
 }
+
+var (
+	processNonce = binary.BigEndian.AppendUint64(nil, rand.Uint64())
+	pendings     atomic.Uint64
+)
 
 // keyCommitted, in a session's data bucket, is the id of the latest
 // Pending a committed transaction made.
@@ -71,19 +83,26 @@ func (w *Tx) Commits(p *Pending) error {
 	})
 }
 
-// pending returns the writes of session v reads ahead of the store: v's
-// Pending when it is the session's and has not committed.
-func (v *View) pending(session string) *Pending {
-	if v.p == nil || v.p.session != session {
+// pending returns the writes of session v reads ahead of the store, in
+// order: v's Pendings of the session that have not committed. Commits go in
+// order, so those are the ones numbered after the latest committed one of
+// this process (all of them when that one is an earlier process's).
+func (v *View) pending(session string) []*Pending {
+	if len(v.ps) == 0 || v.ps[0].session != session {
 		return nil
 	}
 	if !v.checked {
 		v.checked = true
-		if sb := v.tx.Bucket(bucketData).Bucket([]byte(session)); sb != nil && bytes.Equal(sb.Get(keyCommitted), v.p.id[:]) {
-			v.p = nil
+		var c []byte
+		if sb := v.tx.Bucket(bucketData).Bucket([]byte(session)); sb != nil {
+			c = sb.Get(keyCommitted)
+		}
+		if len(c) == len(Pending{}.id) && bytes.Equal(c[:8], processNonce) {
+			n := binary.BigEndian.Uint64(c[8:])
+			v.ps = slices.DeleteFunc(slices.Clone(v.ps), func(p *Pending) bool { return binary.BigEndian.Uint64(p.id[8:]) <= n })
 		}
 	}
-	return v.p
+	return v.ps
 }
 
 // PutLabels is Tx.PutLabels, ahead of the commit.
@@ -102,6 +121,9 @@ func (p *Pending) PutLabels(session string, fps []transcript.Fingerprint, labels
 		raw, err := encodeLabel(l)
 		if err != nil {
 			return fmt.Errorf("memory: put labels %s: label %s: %w", session, fps[i], err)
+		}
+		if old, ok := p.labels[fps[i]]; ok && old.Routed {
+			continue // as PutLabels keeps a routed label
 		}
 		if p.labels[fps[i]], err = decodeLabel(raw, names); err != nil {
 			return fmt.Errorf("memory: put labels %s: label %s: %w", session, fps[i], err)
@@ -158,9 +180,8 @@ func (p *Pending) PutFrozen(session, task string, fp transcript.Fingerprint, msg
 	if err := checkID("task", task); err != nil {
 		return fmt.Errorf("memory: put frozen: %w", err)
 	}
-	if slices.ContainsFunc(p.frozen[task], func(f frozenPut) bool { return f.fp == fp }) {
-		return nil
-	}
+	// Every put is kept, in order: whether a turn's first message stays
+	// depends on what the store holds at read time (see Frozen.put).
 	if p.frozen == nil {
 		p.frozen = map[string][]frozenPut{}
 	}

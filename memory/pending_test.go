@@ -25,7 +25,7 @@ func TestPendingReadsAsCommitted(t *testing.T) {
 	}
 	tasks := []string{"t1", "t2", "t3"}
 	const secret = "ghp_R2vL7pT1wN8cB4yH6dJ0fG5sAaUoPiXqVr5t"
-	for seed := int64(0); seed < 60; seed++ {
+	for seed := int64(0); seed < 100; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		session := fmt.Sprint("s", seed)
 		label := func() Label {
@@ -66,73 +66,86 @@ func TestPendingReadsAsCommitted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The same writes, as a Pending and as a transaction.
-		p := NewPending(session)
-		var ops []func(w puts) error
-		for range 1 + rng.Intn(6) {
-			switch task, fp := tasks[rng.Intn(len(tasks))], fps[rng.Intn(len(fps))]; rng.Intn(3) {
-			case 0:
-				tk := Task{ID: task, Name: "named " + task, Created: at.Add(time.Duration(rng.Intn(3)) * time.Second)}
-				ops = append(ops, func(w puts) error {
-					return w.PutTask(session, tk)
-				})
-			case 1:
-				l := label()
-				ops = append(ops, func(w puts) error {
-					return w.PutLabels(session, []transcript.Fingerprint{fp}, []Label{l})
-				})
-			default:
-				for range 1 + rng.Intn(maxFrozen/4) {
-					fp, msg := fps[rng.Intn(len(fps))], []byte(fmt.Sprint("put ", rng.Int()))
-					ops = append(ops, func(w puts) error {
-						return w.PutFrozen(session, task, fp, msg)
-					})
+		// One to three transactions' writes, each as a Pending (its record
+		// read through the ones before, as the proxy reads it) and as the
+		// transaction, committed in order.
+		var ps []*Pending
+		var txs []func(*Tx) error
+		for range 1 + rng.Intn(3) {
+			p := NewPending(session)
+			var ops []func(w puts) error
+			for range 1 + rng.Intn(6) {
+				switch task, fp := tasks[rng.Intn(len(tasks))], fps[rng.Intn(len(fps))]; rng.Intn(3) {
+				case 0:
+					tk := Task{ID: task, Name: fmt.Sprint("named ", task, rng.Intn(9)), Created: at.Add(time.Duration(rng.Intn(3)) * time.Second)}
+					ops = append(ops, func(w puts) error { return w.PutTask(session, tk) })
+				case 1:
+					l := label()
+					ops = append(ops, func(w puts) error { return w.PutLabels(session, []transcript.Fingerprint{fp}, []Label{l}) })
+				default:
+					for range 1 + rng.Intn(maxFrozen/4) {
+						fp, msg := fps[rng.Intn(len(fps))], []byte(fmt.Sprint("put ", rng.Int()))
+						ops = append(ops, func(w puts) error { return w.PutFrozen(session, task, fp, msg) })
+					}
 				}
 			}
+			task := tasks[rng.Intn(len(tasks))]
+			var rec Record
+			if err := s.ViewWith(ps, func(v *View) (err error) {
+				rec, _, err = v.Record(session, task)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			rec.Task, rec.Summary, rec.Updated = task, fmt.Sprint("pushed with ", secret, " ", rng.Int()), at
+			rec.Progress = append(rec.Progress, fmt.Sprint("step ", len(ps)))
+			for _, op := range ops {
+				if err := op(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.PutRecord(session, rec); err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+			txs = append(txs, func(w *Tx) error {
+				if err := w.Commits(p); err != nil {
+					return err
+				}
+				for _, op := range ops {
+					if err := op(w); err != nil {
+						return err
+					}
+				}
+				return w.UpdateRecord(session, task, func(r *Record) error {
+					if r.Version != rec.Version {
+						return fmt.Errorf("record %s at version %d, read at %d", task, r.Version, rec.Version)
+					}
+					*r = rec
+					return nil
+				})
+			})
 		}
-		task := tasks[rng.Intn(len(tasks))]
-		rec, _, err := s.Record(session, task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Task, rec.Summary, rec.Updated = task, "pushed with "+secret, at
-		for _, op := range ops {
-			if err := op(p); err != nil {
+
+		// Read ahead before each commit and after the last.
+		var got []reads
+		for _, tx := range txs {
+			got = append(got, readAll(t, s, ps, session, fps, tasks))
+			if err := s.Update(tx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := p.PutRecord(session, rec); err != nil {
-			t.Fatal(err)
-		}
-
-		ahead := readAll(t, s, p, session, fps, tasks)
-		if err := s.Update(func(w *Tx) error {
-			if err := w.Commits(p); err != nil {
-				return err
-			}
-			for _, op := range ops {
-				if err := op(w); err != nil {
-					return err
-				}
-			}
-			return w.UpdateRecord(session, task, func(r *Record) error {
-				*r = rec
-				return nil
-			})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		got = append(got, readAll(t, s, ps, session, fps, tasks))
 		committed := readAll(t, s, nil, session, fps, tasks)
-		again := readAll(t, s, p, session, fps, tasks)
-		for name, got := range map[string]reads{"ahead of the commit": ahead, "after it": again} {
-			g, c := reflect.ValueOf(got), reflect.ValueOf(committed)
+		for n, r := range got {
+			g, c := reflect.ValueOf(r), reflect.ValueOf(committed)
 			for i := range g.NumField() {
 				if !reflect.DeepEqual(g.Field(i).Interface(), c.Field(i).Interface()) {
-					t.Fatalf("seed %d: %s, %s:\n%+v\ncommitted:\n%+v", seed, name, g.Type().Field(i).Name, g.Field(i), c.Field(i))
+					t.Fatalf("seed %d: %d of %d committed, %s:\n%+v\ncommitted:\n%+v", seed, n, len(txs), g.Type().Field(i).Name, g.Field(i), c.Field(i))
 				}
 			}
 		}
-		if strings.Contains(fmt.Sprint(ahead), secret) {
+		if strings.Contains(fmt.Sprint(got[0]), secret) {
 			t.Fatalf("seed %d: the pending record holds the secret", seed)
 		}
 	}
@@ -156,10 +169,10 @@ type reads struct {
 	Other   []Task
 }
 
-func readAll(t *testing.T, s *Store, p *Pending, session string, fps []transcript.Fingerprint, tasks []string) reads {
+func readAll(t *testing.T, s *Store, ps []*Pending, session string, fps []transcript.Fingerprint, tasks []string) reads {
 	t.Helper()
 	var r reads
-	err := s.ViewWith(p, func(v *View) (err error) {
+	err := s.ViewWith(ps, func(v *View) (err error) {
 		if r.Labels, r.Found, err = v.Labels(session, fps); err != nil {
 			return err
 		}

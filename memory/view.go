@@ -17,8 +17,8 @@ import (
 // reads the store as those writes will leave it.
 type View struct {
 	tx      *bolt.Tx
-	p       *Pending
-	checked bool // whether p is known not to have committed (see pending)
+	ps      []*Pending
+	checked bool // whether ps holds only those not committed (see pending)
 }
 
 // View runs fn in one read transaction.
@@ -26,22 +26,24 @@ func (s *Store) View(fn func(*View) error) error {
 	return s.ViewWith(nil, fn)
 }
 
-// ViewWith runs fn in one read transaction that reads p's session as if
-// p's writes had committed (p may be nil: none).
-func (s *Store) ViewWith(p *Pending, fn func(*View) error) error {
-	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx: tx, p: p}) })
+// ViewWith runs fn in one read transaction that reads the session of ps
+// (one session's, in the order made; none: a plain View) as if their
+// writes had committed.
+func (s *Store) ViewWith(ps []*Pending, fn func(*View) error) error {
+	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx: tx, ps: ps}) })
 }
 
 // Labels is Store.Labels within the view.
 func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
 	labels, found, err := readLabels(v.tx, session, fps)
-	p := v.pending(session)
-	if err != nil || p == nil {
+	if err != nil {
 		return labels, found, err
 	}
-	for i, fp := range fps {
-		if l, ok := p.labels[fp]; ok && !(found[i] && labels[i].Routed) {
-			labels[i], found[i] = l, true
+	for _, p := range v.pending(session) {
+		for i, fp := range fps {
+			if l, ok := p.labels[fp]; ok && !(found[i] && labels[i].Routed) {
+				labels[i], found[i] = l, true
+			}
 		}
 	}
 	return labels, found, nil
@@ -53,7 +55,7 @@ func (v *View) Tasks(session string) ([]Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p := v.pending(session); p != nil {
+	for _, p := range v.pending(session) {
 		out = merge(out, p.tasks, func(t Task) string { return t.ID })
 	}
 	sortTasks(out)
@@ -63,19 +65,22 @@ func (v *View) Tasks(session string) ([]Task, error) {
 // Records is Store.Records within the view.
 func (v *View) Records(session string) ([]Record, error) {
 	out, err := readJSON[Record](sessionBucket(v.tx, session, bucketRecords), "record")
-	p := v.pending(session)
-	if err != nil || p == nil {
+	ps := v.pending(session)
+	if err != nil || len(ps) == 0 {
 		return out, err
 	}
-	out = merge(out, p.records, func(r Record) string { return r.Task })
+	for _, p := range ps {
+		out = merge(out, p.records, func(r Record) string { return r.Task })
+	}
 	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Task, b.Task) })
 	return out, nil
 }
 
 // Record is Store.Record within the view.
 func (v *View) Record(session, task string) (Record, bool, error) {
-	if p := v.pending(session); p != nil {
-		if r, ok := p.records[task]; ok {
+	ps := v.pending(session)
+	for i := len(ps) - 1; i >= 0; i-- {
+		if r, ok := ps[i].records[task]; ok {
 			return r, true, nil
 		}
 	}
@@ -121,9 +126,15 @@ func (f Frozen) At(task string, fps []transcript.Fingerprint) (msgs [][]byte, fo
 // key of the session's frozen messages (each task keeps at most maxFrozen)
 // and copies only those of fps.
 func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, error) {
+	// Every put of the pending writes, by task, in order.
 	var put map[string][]frozenPut
-	if p := v.pending(session); p != nil {
-		put = p.frozen
+	for _, p := range v.pending(session) {
+		for task, puts := range p.frozen {
+			if put == nil {
+				put = map[string][]frozenPut{}
+			}
+			put[task] = append(put[task], puts...)
+		}
 	}
 	b := sessionBucket(v.tx, session, bucketFrozen)
 	if b == nil && len(put) == 0 || len(fps) == 0 {

@@ -238,6 +238,8 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	a.slot.run(func() {
 		defer h.after.Done()
 		if !write {
+			// Nothing to write: the next call reads the earlier writes.
+			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})
 			return
 		}
 		defer func() { h.metrics.observeLag(time.Since(answered)) }()
@@ -268,6 +270,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 	}
 	ah := h.readAhead(a, kind, rcm)
 	a.slot.publish(ah)
+	a.slot.waitPrev()
 	var share *float64
 	if a.prefix != nil {
 		<-a.prefix.this.ready
@@ -334,14 +337,17 @@ type writes interface {
 // summary that lands between the two is read from the call after on. If
 // the transaction fails, see doc.go.
 func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
-	ah := &ahead{writes: memory.NewPending(a.session)}
+	ah := &ahead{writes: memory.NewPending(a.session), before: a.slot.before(), done: a.slot.doneChan()}
 	if rcm && a.transcript.Kind == transcript.Compaction {
-		// The summary's sections go into the records as they stand: the
-		// session's earlier writes are over (see pending).
-		ah.fill = func(p *memory.Pending) error {
+		// The summary's sections go into the records as they stand once
+		// the session's earlier writes are in.
+		ah.fill = func(p *memory.Pending, before []*memory.Pending) error {
 			for id, section := range summarySections(a) {
-				rec, _, err := h.store.Record(a.session, id)
-				if err != nil {
+				var rec memory.Record
+				if err := h.store.ViewWith(before, func(v *memory.View) (err error) {
+					rec, _, err = v.Record(a.session, id)
+					return err
+				}); err != nil {
 					return err
 				}
 				rec.Task, rec.Summary = id, section
@@ -357,7 +363,7 @@ func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
 		ah.task = a.task
 	}
 	observes := rcm && a.observes()
-	ah.fill = func(p *memory.Pending) error {
+	ah.fill = func(p *memory.Pending, _ []*memory.Pending) error {
 		if err := saveLabels(p, a); err != nil || !observes {
 			return err
 		}

@@ -37,9 +37,9 @@
 //     previous call's writes, ending that delay, so that it routes on them.
 //     It waits until they are worked out (the record update), not for their
 //     commit: it reads the store through a memory.Pending of them, and so
-//     forwards what it would forward after their fsync. It still waits for
-//     a commit when the writes before those are still committing (calls
-//     back to back). If the transaction then
+//     forwards what it would forward after their fsync. Back to back, each
+//     call's writes are worked out on the uncommitted ones before them and
+//     commit after them, so no call waits for an fsync. If the transaction then
 //     fails, the next call has routed on writes the store lacks; later calls
 //     re-derive the labels and tasks, and render anew a record that was not
 //     frozen. Calls of other sessions never wait.

@@ -25,7 +25,9 @@ const settleDelay = 3 * time.Millisecond
 // previous call's labels and frozen memory would change the forwarded
 // prefix. The call waits until those writes are worked out, not until they
 // are on disk: it routes on them ahead of their commit (see ahead), so it
-// never waits for an fsync, unless the writes before them still do.
+// never waits for an fsync. A call's writes are worked out once the
+// session's earlier ones are (reading them ahead too), and commit after
+// them.
 type pending struct {
 	mu     sync.Mutex
 	last   map[string]*slot // session -> its latest write slot
@@ -33,9 +35,9 @@ type pending struct {
 }
 
 // slot is one call's writes: ready is closed when what they will store is
-// known (ahead), done when they are over; hurry, closed by a call that
-// waits for them, ends their settle delay. A nil slot runs writes at once,
-// unordered.
+// known (ahead), done when they and every earlier write of the session are
+// over; hurry, closed by a call that waits for them, ends their settle
+// delay. A nil slot runs writes at once, unordered.
 type slot struct {
 	ready, done, hurry  chan struct{}
 	rushOnce, readyOnce sync.Once
@@ -44,31 +46,54 @@ type slot struct {
 	ahead *ahead
 	p     *pending
 	key   string // the session, p.last's key
-	prev  *slot  // the session's slot before, until its writes are over
+	prev  *slot  // the session's slot before, until its writes are over (waitPrev)
 }
 
 // ahead is what a call's writes will have stored once they commit, as
 // far as its session's next call reads it.
 type ahead struct {
 	task string // the task lastTask would find in the call's event
+	// before are the session's earlier writes still to commit when these
+	// were published, oldest first: they commit first.
+	before []*ahead
+	done   <-chan struct{} // closed when the writes are over
 	// writes is filled by fill on its first read; fill reads only what
-	// the call's assembly no longer changes.
+	// the call's assembly no longer changes, and the store through the
+	// writes before.
 	writes *memory.Pending
-	fill   func(*memory.Pending) error
+	fill   func(p *memory.Pending, before []*memory.Pending) error
 	once   sync.Once
 	err    error
 }
 
-// pendingWrites is a's writes, nil when there are none. When they cannot
-// be worked out, the transaction that makes them fails the same way, so
-// the reads go to the store alone.
-func (a *ahead) pendingWrites() *memory.Pending {
+// pendingWrites lists the writes to read ahead of the store, oldest first:
+// a's and those before them (none when a is nil). Writes that cannot be
+// worked out are left out: the transaction that makes them fails the same
+// way.
+func (a *ahead) pendingWrites() []*memory.Pending {
 	if a == nil {
 		return nil
 	}
+	return pendings(append(a.before[:len(a.before):len(a.before)], a))
+}
+
+// pendings lists the writes of as that can be worked out, in order.
+func pendings(as []*ahead) []*memory.Pending {
+	var out []*memory.Pending
+	for _, a := range as {
+		if p := a.own(); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// own is a's own writes, worked out on the first call; nil when they
+// cannot be.
+func (a *ahead) own() *memory.Pending {
 	a.once.Do(func() {
 		if a.fill != nil {
-			a.err = a.fill(a.writes)
+			a.err = a.fill(a.writes, pendings(a.before))
 		}
 	})
 	if a.err != nil {
@@ -77,7 +102,53 @@ func (a *ahead) pendingWrites() *memory.Pending {
 	return a.writes
 }
 
+// unfinished lists a and the writes before it that are not over yet,
+// oldest first: the writes before a later call's.
+func (a *ahead) unfinished() []*ahead {
+	if a == nil {
+		return nil
+	}
+	var out []*ahead
+	for _, b := range append(a.before[:len(a.before):len(a.before)], a) {
+		select {
+		case <-b.done:
+		default:
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 func (s *slot) rush() { s.rushOnce.Do(func() { close(s.hurry) }) }
+
+// waitPrev waits until the session's earlier writes are over: the call's
+// own writes commit after them. Only the slot's run calls it, from fn or
+// after.
+func (s *slot) waitPrev() {
+	if s == nil || s.prev == nil {
+		return
+	}
+	<-s.prev.done
+	s.prev = nil // let it go
+}
+
+// doneChan is closed when the slot's writes are over (nil for a nil slot).
+func (s *slot) doneChan() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.done
+}
+
+// before lists the session's earlier writes still to commit, oldest first,
+// which the slot's own writes are worked out on (nil once they are over).
+// It is valid from fn, once run has waited for them to be known.
+func (s *slot) before() []*ahead {
+	if s == nil || s.prev == nil {
+		return nil
+	}
+	return s.prev.ahead.unfinished()
+}
 
 // publish makes what the writes will store readable by the session's next
 // call; it must come before they run (nil: cannot be known in advance).
@@ -108,9 +179,10 @@ func (p *pending) begin(session string) *slot {
 	return s
 }
 
-// run runs fn in the background after the session's earlier writes are
-// over and the settle delay. fn should publish what it will store before
-// it writes.
+// run runs fn in the background once what the session's earlier writes
+// will store is known (or, when it cannot be, once they are over) and after
+// the settle delay. fn should publish what it will store, then call waitPrev
+// before it writes.
 func (s *slot) run(fn func()) {
 	if s == nil {
 		go fn()
@@ -125,12 +197,14 @@ func (s *slot) run(fn func()) {
 		defer s.publish(nil)
 		if prev := s.prev; prev != nil {
 			select {
-			case <-prev.done:
+			case <-prev.ready:
 			case <-s.hurry:
 				prev.rush()
-				<-prev.done
+				<-prev.ready
 			}
-			s.prev = nil // let it go
+			if prev.ahead == nil {
+				s.waitPrev()
+			}
 		}
 		t := time.NewTimer(settle)
 		select {
@@ -139,6 +213,7 @@ func (s *slot) run(fn func()) {
 			t.Stop()
 		}
 		fn()
+		s.waitPrev() // done means the earlier writes are over too
 		s.p.mu.Lock()
 		if s.p.last[s.key] == s {
 			delete(s.p.last, s.key)

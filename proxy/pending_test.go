@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"weak"
@@ -90,10 +91,17 @@ func TestPendingReadsAhead(t *testing.T) {
 	if got != want || outcome != "ahead" {
 		t.Fatalf("wait gave %v, %q; want the published writes, ahead", got, outcome)
 	}
-	// The next call's writes still run after these.
+	// The next call's writes are worked out on these, and still commit
+	// after them.
 	ran := make(chan struct{})
 	next := p.begin("s")
-	next.run(func() { close(ran) })
+	next.run(func() {
+		if b := next.before(); len(b) != 1 || b[0] != want {
+			t.Errorf("the next call's writes are worked out on %v", b)
+		}
+		next.waitPrev()
+		close(ran)
+	})
 	select {
 	case <-ran:
 		t.Fatal("the next call's writes ran before the earlier ones committed")
@@ -128,10 +136,47 @@ func TestPendingReadsAhead(t *testing.T) {
 	}
 }
 
-// TestNextCallRoutesAheadOfCommit: a session's next call routes on its
-// previous call's writes while their transaction still waits to commit
-// (the store's writer held here, as by a slow fsync), and forwards exactly
-// what it forwards once they have committed: the labels (a turn pinned to
+// TestPendingCommitsInOrder: a call's writes commit after every earlier
+// write of the session, though a call between them wrote nothing and was
+// over at once.
+func TestPendingCommitsInOrder(t *testing.T) {
+	p := pending{settle: time.Microsecond}
+	var mu sync.Mutex
+	var order []int
+	commit := make(chan struct{})
+	first, empty, third := p.begin("s"), p.begin("s"), p.begin("s")
+	first.run(func() {
+		first.publish(&ahead{task: "t1"})
+		<-commit
+		mu.Lock()
+		order = append(order, 1)
+		mu.Unlock()
+	})
+	empty.run(func() {})
+	done := make(chan struct{})
+	third.run(func() {
+		third.waitPrev()
+		mu.Lock()
+		order = append(order, 3)
+		mu.Unlock()
+		close(done)
+	})
+	select {
+	case <-done:
+		t.Fatal("the third call's writes ran before the first's committed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(commit)
+	<-done
+	if len(order) != 2 || order[0] != 1 {
+		t.Fatalf("committed in order %v", order)
+	}
+}
+
+// TestNextCallRoutesAheadOfCommit: a session's calls route on the writes
+// of the calls before them while their transactions still wait to commit
+// (the store's writer held here, as by a slow fsync), and forward exactly
+// what they forward once those have committed: the labels (a turn pinned to
 // a task by header), the record frozen at a switch, the record the
 // previous call updated (read by the compaction rewrite), the task it
 // worked on.
@@ -173,8 +218,12 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 		compaction bool
 	}
 	for name, steps := range map[string][]step{
-		// A switch and back, a test run, the harness's compaction.
-		"switch": {{body: bodies[0]}, {body: bodies[1]}, {body: bodies[2]}, {body: tool}, {body: compact, compaction: true}, {body: after}},
+		// A switch and back, a test run, the harness's compaction and the
+		// call after it.
+		"switch": {{body: bodies[0]}, {body: bodies[1]}, {body: bodies[2]}, {body: tool}, {body: compact, compaction: true}, {body: after},
+			// A second compaction: the records must keep what the first
+			// history said, though the call before it no longer shows it.
+			{body: compact, compaction: true}},
 		// Compaction right after a switch: the task worked on last is the
 		// second.
 		"compact": {{body: bodies[0]}, {body: bodies[1]}, {body: compact, compaction: true}},
@@ -207,36 +256,31 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 
 				rec := &recorder{answer: answer}
 				srv, h := setup(t, rec, nil)
+				// Every call while the store's writer is held: each routes on
+				// the writes of all the calls before it, none committed.
+				held, release := make(chan struct{}), make(chan struct{})
+				go h.store.Update(func(*memory.Tx) error {
+					select {
+					case <-held:
+					default:
+						close(held)
+					}
+					<-release
+					return nil
+				})
+				<-held
 				waits := 0
-				for n := 1; n < len(steps); n++ {
-					// Router mode passes compaction through: it neither
-					// waits nor has writes to wait for.
-					if mode == "rcm" || !steps[n].compaction && !steps[n-1].compaction {
+				for n, s := range steps {
+					if got := call(srv.URL, rec, "ses", s); got != want[n] {
+						t.Errorf("call %d ahead of the commits forwarded\n%s\nwant\n%s", n, got, want[n])
+					}
+					// Router mode passes compaction through without waiting.
+					if n > 0 && (mode == "rcm" || !s.compaction) {
 						waits++
 					}
-					session := fmt.Sprint("ses", n)
-					for _, s := range steps[:n-1] {
-						call(srv.URL, rec, session, s)
-						h.after.Wait()
-					}
-					held, release := make(chan struct{}), make(chan struct{})
-					go h.store.Update(func(*memory.Tx) error {
-						select {
-						case <-held:
-						default:
-							close(held)
-						}
-						<-release
-						return nil
-					})
-					<-held
-					call(srv.URL, rec, session, steps[n-1])
-					if got := call(srv.URL, rec, session, steps[n]); got != want[n] {
-						t.Errorf("call %d ahead of the commit forwarded\n%s\nwant\n%s", n, got, want[n])
-					}
-					close(release)
-					h.after.Wait()
 				}
+				close(release)
+				h.after.Wait()
 				m := metricsText(t, srv.URL)
 				if want := fmt.Sprintf(`rcm_store_waits_total{outcome="ahead"} %d`+"\n", waits); !bytes.Contains(m, []byte(want)) {
 					t.Fatalf("metrics lack %q:\n%s", want, m)

@@ -281,10 +281,15 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 }
 
 // lastTask is the task of the session's latest routed agent call, with
-// the writes ah (nil: none) of its latest call, still to commit.
+// the writes ah (nil: none) of its latest calls, still to commit.
 func (h *Handler) lastTask(session string, ah *ahead) string {
-	if ah != nil && ah.task != "" {
-		return ah.task
+	if ah != nil {
+		as := append(ah.before[:len(ah.before):len(ah.before)], ah)
+		for i := len(as) - 1; i >= 0; i-- {
+			if as[i].task != "" {
+				return as[i].task
+			}
+		}
 	}
 	evs, err := h.store.Events(session, 50)
 	if err != nil {
@@ -358,7 +363,13 @@ func (h *Handler) prepareRecord(a *assembly) error {
 	if !a.observes() {
 		return nil
 	}
-	rec, _, err := h.store.Record(a.session, a.task)
+	// The session's earlier writes may still be committing: the record
+	// is read through them.
+	var rec memory.Record
+	err := h.store.ViewWith(pendings(a.slot.before()), func(v *memory.View) (err error) {
+		rec, _, err = v.Record(a.session, a.task)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,9 @@ const labelChunk = 4096
 // completes (the record reads the turns it has not read).
 func (h *Handler) saveEarlyLabels(a *assembly) error {
 	fps, labels := newLabels(a)
+	if len(fps)-a.labelsSaved > labelChunk {
+		a.slot.waitPrev()
+	}
 	for len(fps)-a.labelsSaved > labelChunk {
 		from, to := a.labelsSaved, a.labelsSaved+labelChunk
 		if err := h.store.Update(func(w *memory.Tx) error {

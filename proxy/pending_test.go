@@ -258,17 +258,7 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 				srv, h := setup(t, rec, nil)
 				// Every call while the store's writer is held: each routes on
 				// the writes of all the calls before it, none committed.
-				held, release := make(chan struct{}), make(chan struct{})
-				go h.store.Update(func(*memory.Tx) error {
-					select {
-					case <-held:
-					default:
-						close(held)
-					}
-					<-release
-					return nil
-				})
-				<-held
+				release := holdWriter(h)
 				waits := 0
 				for n, s := range steps {
 					if got := call(srv.URL, rec, "ses", s); got != want[n] {
@@ -279,7 +269,7 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 						waits++
 					}
 				}
-				close(release)
+				release()
 				h.after.Wait()
 				m := metricsText(t, srv.URL)
 				if want := fmt.Sprintf(`rcm_store_waits_total{outcome="ahead"} %d`+"\n", waits); !bytes.Contains(m, []byte(want)) {
@@ -295,17 +285,7 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 // transcript) alive once both are over.
 func TestEarlierCallsLetGo(t *testing.T) {
 	h, srv, _ := newHandler(t, Config{Upstream: "http://127.0.0.1:9/v1", Mode: RCM})
-	held, release := make(chan struct{}), make(chan struct{})
-	go h.store.Update(func(*memory.Tx) error {
-		select {
-		case <-held:
-		default:
-			close(held)
-		}
-		<-release
-		return nil
-	})
-	<-held
+	release := holdWriter(h)
 	call := func(n int) *assembly {
 		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 		r.Header.Set(HeaderSession, "ses_letgo")
@@ -318,7 +298,7 @@ func TestEarlierCallsLetGo(t *testing.T) {
 	}
 	first := weak.Make(call(1))
 	second := call(2) // routes on the first's writes, still to commit
-	close(release)
+	release()
 	h.after.Wait()
 	if m := metricsText(t, srv.URL); !bytes.Contains(m, []byte(`rcm_store_waits_total{outcome="ahead"} 1`)) {
 		t.Fatalf("the second call did not read ahead:\n%s", m)
@@ -333,4 +313,21 @@ func TestEarlierCallsLetGo(t *testing.T) {
 		t.Fatal("the first call is still alive: the second holds it")
 	}
 	runtime.KeepAlive(second)
+}
+
+// holdWriter holds the store's single writer, as a slow fsync would, until
+// the returned function is called: every write transaction waits.
+func holdWriter(h *Handler) (release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	go h.store.Update(func(*memory.Tx) error {
+		select {
+		case <-held: // bbolt's Batch may run this twice
+		default:
+			close(held)
+		}
+		<-done
+		return nil
+	})
+	<-held
+	return func() { close(done) }
 }

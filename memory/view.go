@@ -148,11 +148,20 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 	// Every stored turn of the tasks put, with its sequence number: the
 	// puts prune the oldest.
 	held := map[string][]heldFrozen{}
-	var c *bolt.Cursor
 	if b != nil {
-		c = b.Cursor()
+		scanFrozen(b, want, put, out, held)
 	}
-	for k, val := first(c); k != nil; k, val = c.Next() {
+	for task, puts := range put {
+		out.put(task, puts, held[task], want)
+	}
+	return out, nil
+}
+
+// scanFrozen reads the stored messages of the turns in want into out, and
+// into held every stored turn of the tasks in put.
+func scanFrozen(b *bolt.Bucket, want map[transcript.Fingerprint]bool, put map[string][]frozenPut, out Frozen, held map[string][]heldFrozen) {
+	c := b.Cursor()
+	for k, val := c.First(); k != nil; k, val = c.Next() {
 		// frozenKey: the task's length, the task, the fingerprint.
 		n, w := binary.Uvarint(k)
 		var fp transcript.Fingerprint
@@ -175,18 +184,6 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 			out.add(string(k[w:w+int(n)]), fp, msg)
 		}
 	}
-	for task, puts := range put {
-		out.put(task, puts, held[task], want)
-	}
-	return out, nil
-}
-
-// first is c.First, nil when c is nil (no bucket).
-func first(c *bolt.Cursor) ([]byte, []byte) {
-	if c == nil {
-		return nil, nil
-	}
-	return c.First()
 }
 
 // heldFrozen is a stored frozen message's turn and sequence number.

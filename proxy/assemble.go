@@ -342,20 +342,19 @@ func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
 		// The summary's sections go into the records as they stand once
 		// the session's earlier writes are in.
 		ah.fill = func(p *memory.Pending, before []*memory.Pending) error {
-			for id, section := range summarySections(a) {
-				var rec memory.Record
-				if err := h.store.ViewWith(before, func(v *memory.View) (err error) {
-					rec, _, err = v.Record(a.session, id)
-					return err
-				}); err != nil {
-					return err
+			return h.store.ViewWith(before, func(v *memory.View) error {
+				for id, section := range summarySections(a) {
+					rec, _, err := v.Record(a.session, id)
+					if err != nil {
+						return err
+					}
+					rec.Task, rec.Summary = id, section
+					if err := p.PutRecord(a.session, rec); err != nil {
+						return err
+					}
 				}
-				rec.Task, rec.Summary = id, section
-				if err := p.PutRecord(a.session, rec); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		}
 		return ah
 	}

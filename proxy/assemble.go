@@ -89,9 +89,6 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, nil
 		}
 		a.tokensOut = compaction.Estimate(len(a.body))
-		// The previous call's writes hold that call's assembly: let it go,
-		// or each call of a session would keep every earlier one alive.
-		a.ahead = nil
 	}()
 
 	if mode == Native {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,17 +53,20 @@ type slot struct {
 // ahead is what a call's writes will have stored once they commit, as
 // far as its session's next call reads it.
 type ahead struct {
-	task string // the task lastTask would find in the call's event
+	task   string          // the task lastTask would find in the call's event
+	done   <-chan struct{} // closed when the writes are over
+	writes *memory.Pending
+
+	mu sync.Mutex
 	// before are the session's earlier writes still to commit when these
 	// were published, oldest first: they commit first.
 	before []*ahead
-	done   <-chan struct{} // closed when the writes are over
-	// writes is filled by fill on its first read; fill reads only what
-	// the call's assembly no longer changes, and the store through the
-	// writes before.
-	writes *memory.Pending
+	// fill fills writes on their first read; it reads only what the
+	// call's assembly no longer changes, and the store through the writes
+	// before. Both are let go once the writes are over (release): they
+	// hold earlier calls, and a view no longer reads committed writes.
 	fill   func(p *memory.Pending, before []*memory.Pending) error
-	once   sync.Once
+	filled bool
 	err    error
 }
 
@@ -74,7 +78,25 @@ func (a *ahead) pendingWrites() []*memory.Pending {
 	if a == nil {
 		return nil
 	}
-	return pendings(append(a.before[:len(a.before):len(a.before)], a))
+	return pendings(append(a.earlier(), a))
+}
+
+// earlier is a copy of a.before.
+func (a *ahead) earlier() []*ahead {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.before)
+}
+
+// release lets go of what the writes were worked out from, once they are
+// over.
+func (a *ahead) release() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.before, a.fill = nil, nil
+	a.mu.Unlock()
 }
 
 // pendings lists the writes of as that can be worked out, in order.
@@ -91,11 +113,13 @@ func pendings(as []*ahead) []*memory.Pending {
 // own is a's own writes, worked out on the first call; nil when they
 // cannot be.
 func (a *ahead) own() *memory.Pending {
-	a.once.Do(func() {
-		if a.fill != nil {
-			a.err = a.fill(a.writes, pendings(a.before))
-		}
-	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.filled && a.fill != nil {
+		// Earlier writes are older aheads: the locks are taken in order.
+		a.err = a.fill(a.writes, pendings(a.before))
+		a.filled = true
+	}
 	if a.err != nil {
 		return nil
 	}
@@ -109,7 +133,7 @@ func (a *ahead) unfinished() []*ahead {
 		return nil
 	}
 	var out []*ahead
-	for _, b := range append(a.before[:len(a.before):len(a.before)], a) {
+	for _, b := range append(a.earlier(), a) {
 		select {
 		case <-b.done:
 		default:
@@ -214,6 +238,7 @@ func (s *slot) run(fn func()) {
 		}
 		fn()
 		s.waitPrev() // done means the earlier writes are over too
+		s.ahead.release()
 		s.p.mu.Lock()
 		if s.p.last[s.key] == s {
 			delete(s.p.last, s.key)

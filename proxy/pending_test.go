@@ -281,8 +281,9 @@ func TestNextCallRoutesAheadOfCommit(t *testing.T) {
 }
 
 // TestEarlierCallsLetGo: a call that routed on its previous call's writes
-// ahead of their commit does not keep the previous call (its body, its
-// transcript) alive once both are over.
+// ahead of their commit, and whose own writes were worked out on them,
+// does not keep the previous call (its body, its transcript) alive once
+// both are over.
 func TestEarlierCallsLetGo(t *testing.T) {
 	h, srv, _ := newHandler(t, Config{Upstream: "http://127.0.0.1:9/v1", Mode: RCM})
 	release := holdWriter(h)
@@ -297,17 +298,20 @@ func TestEarlierCallsLetGo(t *testing.T) {
 		return a
 	}
 	first := weak.Make(call(1))
-	second := call(2) // routes on the first's writes, still to commit
+	second := call(2)   // routes on the first's writes, still to commit
+	<-second.slot.ready // its writes are worked out on the first's
 	release()
 	h.after.Wait()
 	if m := metricsText(t, srv.URL); !bytes.Contains(m, []byte(`rcm_store_waits_total{outcome="ahead"} 1`)) {
 		t.Fatalf("the second call did not read ahead:\n%s", m)
 	}
-	// The goroutine that ran the first call's writes may still be
-	// returning: give it a moment, a leak stays whatever the wait.
-	for i := 0; i < 50 && first.Value() != nil; i++ {
+	// The goroutines that ran the writes hold their call until they
+	// return, just after their slot is done: give them time (a leak stays
+	// whatever the wait).
+	<-second.slot.done
+	for i := 0; i < 200 && first.Value() != nil; i++ {
 		runtime.GC()
-		time.Sleep(time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	if first.Value() != nil {
 		t.Fatal("the first call is still alive: the second holds it")

@@ -265,9 +265,15 @@ func (h *Handler) record(a *assembly, parent string) error {
 			return err
 		}
 	}
-	ah := h.readAhead(a, kind, rcm)
-	a.slot.publish(ah)
-	a.slot.waitPrev()
+	// Only the session's ordered writes are read ahead, and only they
+	// mark what has committed: a title call's writes, unordered, must
+	// not pass for the agent calls' before those commit.
+	var ah *ahead
+	if a.slot != nil {
+		ah = h.readAhead(a, kind, rcm)
+		a.slot.publish(ah)
+		a.slot.waitPrev()
+	}
 	var share *float64
 	if a.prefix != nil {
 		<-a.prefix.this.ready

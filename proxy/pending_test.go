@@ -335,3 +335,67 @@ func holdWriter(h *Handler) (release func()) {
 	<-held
 	return func() { close(done) }
 }
+
+// TestSideCallsDoNotPassForCommitted: a title call's writes, which run
+// beside the session's ordered ones, commit while an agent call's writes
+// still wait to; the next agent call still reads those ahead.
+func TestSideCallsDoNotPassForCommitted(t *testing.T) {
+	title, hdr, _ := load(t, "title_request")
+	session := hdr.Get("X-Session-Id")
+	if session == "" {
+		t.Fatal("the title capture names no session")
+	}
+	bodies := [][]byte{sessionBody(t, switchRequests[:1], switchDirs), sessionBody(t, switchRequests[:2], switchDirs), sessionBody(t, switchRequests, switchDirs)}
+	// The second request is pinned to the first task: the third keeps it
+	// only if it reads the second's label.
+	call := func(srv string, rec *recorder, body []byte) string {
+		h := http.Header{"X-Session-Id": {session}, HeaderMode: {"rcm"}}
+		if bytes.Equal(body, bodies[1]) {
+			h.Set(HeaderTask, "t1")
+		}
+		resp := post(t, srv+"/v1/chat/completions", body, h)
+		io.Copy(io.Discard, resp.Body)
+		got, _ := rec.last(t)
+		return resp.Header.Get(HeaderTask) + "\n" + string(got)
+	}
+	ref := &recorder{}
+	refSrv, refH := setup(t, ref, nil)
+	var want []string
+	for _, b := range bodies {
+		want = append(want, call(refSrv.URL, ref, b))
+		refH.after.Wait()
+	}
+
+	rec := &recorder{}
+	srv, h := setup(t, rec, nil)
+	call(srv.URL, rec, bodies[0])
+	h.after.Wait()
+	// Writes of an earlier call that are known but never end: the second
+	// call's writes are worked out and published, and wait to commit.
+	stuck := h.writes.begin(session)
+	stuck.publish(&ahead{})
+	call(srv.URL, rec, bodies[1])
+	h.writes.mu.Lock()
+	second := h.writes.last[session]
+	h.writes.mu.Unlock()
+	<-second.ready
+	// A title call of the session commits meanwhile, after the second
+	// call's writes were worked out.
+	hdr.Set(HeaderMode, "rcm")
+	resp := post(t, srv.URL+"/v1/chat/completions", title, hdr)
+	io.Copy(io.Discard, resp.Body)
+	for i := 0; ; i++ {
+		if s, ok, err := h.store.Session(session); err == nil && ok && s.Calls >= 2 {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the title call's writes never committed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := call(srv.URL, rec, bodies[2]); got != want[2] {
+		t.Errorf("the third call forwarded\n%s\nwant\n%s", got, want[2])
+	}
+	stuck.run(func() {})
+	h.after.Wait()
+}

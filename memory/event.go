@@ -91,25 +91,27 @@ func (w *Tx) AppendEvent(session string, e *Event) error {
 
 // Events returns the last limit events of session (all when limit <= 0),
 // oldest first.
-func (s *Store) Events(session string, limit int) ([]Event, error) {
-	var out []Event
-	err := s.view("events "+session, func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, session, bucketEvents)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, raw := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, raw = c.Prev() {
-			var e Event
-			if err := json.Unmarshal(raw, &e); err != nil {
-				return fmt.Errorf("event %x: corrupt value: %w", k, err)
-			}
-			out = append(out, e)
-		}
-		return nil
+func (s *Store) Events(session string, limit int) (out []Event, err error) {
+	err = s.view("events "+session, func(tx *bolt.Tx) error {
+		out, err = readEvents(tx, session, limit)
+		return err
 	})
-	if err != nil {
-		return nil, err
+	return out, err
+}
+
+func readEvents(tx *bolt.Tx, session string, limit int) ([]Event, error) {
+	var out []Event
+	b := sessionBucket(tx, session, bucketEvents)
+	if b == nil {
+		return nil, nil
+	}
+	c := b.Cursor()
+	for k, raw := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, raw = c.Prev() {
+		var e Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("event %x: corrupt value: %w", k, err)
+		}
+		out = append(out, e)
 	}
 	slices.Reverse(out)
 	return out, nil

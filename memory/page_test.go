@@ -68,14 +68,14 @@ func TestCountTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := []Task{{ID: "t1"}, {ID: "t2"}, {ID: "t3"}}
-	if err := s.CountTurns("s", tasks); err != nil {
+	if err := s.View(func(v *View) error { return v.CountTurns("s", tasks) }); err != nil {
 		t.Fatal(err)
 	}
 	// t2's unrouted (fallback) label is a guess, not a turn of the task.
 	if tasks[0].Turns != 2 || tasks[1].Turns != 1 || tasks[2].Turns != 0 {
 		t.Fatalf("turns %+v", tasks)
 	}
-	if err := s.CountTurns("none", tasks); err != nil || tasks[0].Turns != 0 {
+	if err := s.View(func(v *View) error { return v.CountTurns("none", tasks) }); err != nil || tasks[0].Turns != 0 {
 		t.Fatalf("unknown session: %+v %v", tasks, err)
 	}
 }

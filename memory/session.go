@@ -46,13 +46,17 @@ func (w *Tx) Touch(id, parent string, now time.Time) error {
 }
 
 // Session returns the session id and whether it exists.
-func (s *Store) Session(id string) (Session, bool, error) {
-	var sess Session
-	var found bool
-	err := s.view("session "+id, func(tx *bolt.Tx) (err error) {
-		found, err = getJSON(tx.Bucket(bucketSessions), "session", []byte(id), &sess)
+func (s *Store) Session(id string) (sess Session, found bool, err error) {
+	err = s.view("session "+id, func(tx *bolt.Tx) error {
+		sess, found, err = readSession(tx, id)
 		return err
 	})
+	return sess, found, err
+}
+
+func readSession(tx *bolt.Tx, id string) (Session, bool, error) {
+	var sess Session
+	found, err := getJSON(tx.Bucket(bucketSessions), "session", []byte(id), &sess)
 	return sess, found, err
 }
 

@@ -57,17 +57,11 @@ func sortTasks(ts []Task) {
 	})
 }
 
-// CountTurns sets the Turns of each of tasks to the number of session's
-// turns routed to it (labels with Routed set), in one read transaction.
-func (s *Store) CountTurns(session string, tasks []Task) error {
+func countTurns(tx *bolt.Tx, session string, tasks []Task) error {
 	n := map[string]int{}
-	err := s.view("count turns "+session, func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, session, bucketLabels)
-		if b == nil {
-			return nil
-		}
+	if b := sessionBucket(tx, session, bucketLabels); b != nil {
 		names := make(map[string]string, 8)
-		return b.ForEach(func(k, raw []byte) error {
+		err := b.ForEach(func(k, raw []byte) error {
 			l, err := decodeLabel(raw, names)
 			if err != nil {
 				return fmt.Errorf("label %x: %w", k, err)
@@ -77,9 +71,9 @@ func (s *Store) CountTurns(session string, tasks []Task) error {
 			}
 			return nil
 		})
-	})
-	if err != nil {
-		return err
+		if err != nil {
+			return err
+		}
 	}
 	for i := range tasks {
 		tasks[i].Turns = n[tasks[i].ID]

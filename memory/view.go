@@ -33,6 +33,20 @@ func (s *Store) ViewWith(ps []*Pending, fn func(*View) error) error {
 	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx: tx, ps: ps}) })
 }
 
+// Session is Store.Session within the view.
+func (v *View) Session(id string) (Session, bool, error) { return readSession(v.tx, id) }
+
+// CountTurns sets the Turns of each of tasks to the number of session's
+// turns routed to it (stored labels with Routed set).
+func (v *View) CountTurns(session string, tasks []Task) error {
+	return countTurns(v.tx, session, tasks)
+}
+
+// Events is Store.Events within the view.
+func (v *View) Events(session string, limit int) ([]Event, error) {
+	return readEvents(v.tx, session, limit)
+}
+
 // Labels is Store.Labels within the view.
 func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
 	labels, found, err := readLabels(v.tx, session, fps)

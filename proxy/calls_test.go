@@ -335,3 +335,59 @@ func TestPrefixShareOrder(t *testing.T) {
 		t.Fatalf("share %v after the previous context was let go", *third.share)
 	}
 }
+
+// TestSessionViewIsOneSnapshot: the inspector reads a session in one
+// transaction, so its records and events agree while calls commit: each
+// write here updates the record and appends an event together.
+func TestSessionViewIsOneSnapshot(t *testing.T) {
+	h, srv, _ := newHandler(t, Config{Upstream: "http://127.0.0.1:9/v1"})
+	const writes = 300
+	done := make(chan error, 1)
+	go func() {
+		for i := range writes {
+			err := h.store.Update(func(w *memory.Tx) error {
+				if err := w.Touch("ses_snap", "", time.Now()); err != nil {
+					return err
+				}
+				if err := w.UpdateRecord("ses_snap", "t1", func(r *memory.Record) error {
+					r.Progress = append(r.Progress, fmt.Sprint("step ", i))
+					return nil
+				}); err != nil {
+					return err
+				}
+				return w.AppendEvent("ses_snap", &memory.Event{At: time.Now(), Task: "t1"})
+			})
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reading := true; reading; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			reading = false
+		default:
+		}
+		resp, err := http.Get(srv.URL + "/rcm/sessions/ses_snap?events=1000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v SessionView
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Records) != 1 || v.Records[0].Version != len(v.Events) {
+			t.Fatalf("records and events disagree: records %+v, %d events", v.Records, len(v.Events))
+		}
+	}
+}

@@ -85,23 +85,29 @@ func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	s, ok, err := h.store.Session(id)
+	// One read transaction: the records and the events agree (a call's
+	// record update and its event commit together).
+	var v SessionView
+	var ok bool
+	err := h.store.View(func(tx *memory.View) (err error) {
+		if v.Session, ok, err = tx.Session(id); err != nil || !ok {
+			return err
+		}
+		if v.Tasks, err = tx.Tasks(id); err != nil {
+			return err
+		}
+		if err = tx.CountTurns(id, v.Tasks); err != nil {
+			return err
+		}
+		if v.Records, err = tx.Records(id); err != nil {
+			return err
+		}
+		v.Events, err = tx.Events(id, limit)
+		return err
+	})
 	if err == nil && !ok {
 		writeError(w, &httpError{http.StatusNotFound, "no_session", fmt.Errorf("no session %q", id)})
 		return
-	}
-	v := SessionView{Session: s}
-	if err == nil {
-		v.Tasks, err = h.store.Tasks(id)
-	}
-	if err == nil {
-		err = h.store.CountTurns(id, v.Tasks)
-	}
-	if err == nil {
-		v.Records, err = h.store.Records(id)
-	}
-	if err == nil {
-		v.Events, err = h.store.Events(id, limit)
 	}
 	if err != nil {
 		writeError(w, &httpError{http.StatusInternalServerError, "store_error", err})

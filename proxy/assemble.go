@@ -270,7 +270,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 	// not pass for the agent calls' before those commit.
 	var ah *ahead
 	if a.slot != nil {
-		ah = h.readAhead(a, kind, rcm)
+		ah = h.readAhead(a, rcm)
 		a.slot.publish(ah)
 		a.slot.waitPrev()
 	}
@@ -339,7 +339,7 @@ type writes interface {
 // The record is the one prepareRecord read the call into: a memory-model
 // summary that lands between the two is read from the call after on. If
 // the transaction fails, see doc.go.
-func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
+func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
 	ah := &ahead{writes: memory.NewPending(a.session), before: a.slot.before(), done: a.slot.doneChan()}
 	if rcm && a.transcript.Kind == transcript.Compaction {
 		// The summary's sections go into the records as they stand once
@@ -361,9 +361,9 @@ func (h *Handler) readAhead(a *assembly, kind string, rcm bool) *ahead {
 		}
 		return ah
 	}
-	if a.task != "" && kind != transcript.Compaction.String() {
-		ah.task = a.task
-	}
+	// Only agent calls get here (other side calls have no slot), and
+	// lastTask takes their event's task.
+	ah.task = a.task
 	observes := rcm && a.observes()
 	ah.fill = func(p *memory.Pending, _ []*memory.Pending) error {
 		if err := saveLabels(p, a); err != nil || !observes {

@@ -78,14 +78,14 @@ func (a *ahead) pendingWrites() []*memory.Pending {
 	if a == nil {
 		return nil
 	}
-	return pendings(append(a.earlier(), a))
+	return pendings(a.chain())
 }
 
-// earlier is a copy of a.before.
-func (a *ahead) earlier() []*ahead {
+// chain lists the writes before a and a, oldest first.
+func (a *ahead) chain() []*ahead {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.before)
+	return append(slices.Clone(a.before), a)
 }
 
 // release lets go of what the writes were worked out from, once they are
@@ -133,7 +133,7 @@ func (a *ahead) unfinished() []*ahead {
 		return nil
 	}
 	var out []*ahead
-	for _, b := range append(a.earlier(), a) {
+	for _, b := range a.chain() {
 		select {
 		case <-b.done:
 		default:

@@ -284,7 +284,7 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 // the writes ah (nil: none) of its latest calls, still to commit.
 func (h *Handler) lastTask(session string, ah *ahead) string {
 	if ah != nil {
-		as := append(ah.earlier(), ah)
+		as := ah.chain()
 		for i := len(as) - 1; i >= 0; i-- {
 			if as[i].task != "" {
 				return as[i].task

@@ -136,10 +136,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	// A call's writes are one batch, and the session's next call waits for
-	// them: a short gathering window keeps that wait small while concurrent
-	// sessions still share commits.
-	db.MaxBatchDelay = 2 * time.Millisecond
+	// A call's writes are one batch. No call waits for them to commit (the
+	// proxy reads a session's writes ahead of their commit), so the
+	// window is bbolt's default: under load, concurrent calls share a
+	// commit and its fsync instead of paying one each.
+	db.MaxBatchDelay = 10 * time.Millisecond
 	if err := db.Update(migrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)

@@ -26,6 +26,10 @@ func newTransport(cfg *Config) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: cfg.HeaderTimeout,
 		ExpectContinueTimeout: time.Second,
+		// A body up to 64 KB goes out through the connection's buffer;
+		// past the 4 KB default, net/http copies it through a fresh 32 KB
+		// buffer on every call.
+		WriteBufferSize: 64 << 10,
 	}
 }
 

@@ -3,12 +3,9 @@ package overhead
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 )
 
 // Caddy runs Caddy's reverse_proxy (flushing at once, as rcm does) in front
@@ -20,12 +17,10 @@ func Caddy(ctx context.Context, upstream string) (base string, stop func(), err 
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeAddr()
 	if err != nil {
 		return "", nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	dir, err := os.MkdirTemp("", "rcm-caddy-")
 	if err != nil {
 		return "", nil, err
@@ -38,21 +33,12 @@ func Caddy(ctx context.Context, upstream string) (base string, stop func(), err 
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", path)
+	cmd := exec.Command(bin, "run", "--config", path)
 	cmd.Env = append(cmd.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	stopCaddy, err := Start(ctx, cmd, addr)
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	stop = func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "http://" + addr + "/v1", stop, nil
-		}
-	}
-	stop()
-	return "", nil, fmt.Errorf("overhead: caddy did not listen on %s in 10 s: %s", addr, out.String())
+	return "http://" + addr + "/v1", func() { stopCaddy(); os.RemoveAll(dir) }, nil
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -51,10 +53,7 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	defer rp.Close()
 	bare := httptest.NewServer(Bare(u))
 	defer bare.Close()
-	relay, err := NewRelay(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay := NewRelay(listen(t), u.Host)
 	defer relay.Close()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", http.StatusBadGateway)
@@ -114,10 +113,7 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 func TestRelay(t *testing.T) {
 	up := httptest.NewServer(Upstream())
 	defer up.Close()
-	r, err := NewRelay(strings.TrimPrefix(up.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := NewRelay(listen(t), strings.TrimPrefix(up.URL, "http://"))
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -137,6 +133,53 @@ func TestRelay(t *testing.T) {
 	}
 	if _, err := c.Post("http://"+r.Addr()+"/v1/chat/completions", "application/json", strings.NewReader(`{}`)); err == nil {
 		t.Fatal("a call went through a closed relay")
+	}
+}
+
+// TestStart: a proxy process is waited for until it listens and stopped
+// on demand; one that exits first is an error that shows its output.
+func TestStart(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperListen$")
+	cmd.Env = append(os.Environ(), "OVERHEAD_HELPER_LISTEN="+addr)
+	stop, err := Start(context.Background(), cmd, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if cmd.ProcessState == nil {
+		t.Fatalf("process not waited for: %v", cmd.ProcessState)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatal("still listening after stop")
+	}
+
+	_, err = Start(context.Background(), exec.Command("sh", "-c", "echo no store here >&2; exit 3"), addr)
+	if err == nil || !strings.Contains(err.Error(), "exited before it listened") || !strings.Contains(err.Error(), "no store here") {
+		t.Fatalf("a process that exits first: %v", err)
+	}
+}
+
+// TestHelperListen is TestStart's process: it listens until killed.
+func TestHelperListen(t *testing.T) {
+	addr := os.Getenv("OVERHEAD_HELPER_LISTEN")
+	if addr == "" {
+		return
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		os.Exit(2)
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(2)
+		}
+		c.Close()
 	}
 }
 
@@ -210,4 +253,14 @@ func TestJitterBounds(t *testing.T) {
 			t.Errorf("jitter %g: %g, %v; want %g", c.in, cfg.Jitter, err, c.want)
 		}
 	}
+}
+
+// listen is a loopback listener on a free port.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

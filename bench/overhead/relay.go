@@ -18,17 +18,13 @@ type Relay struct {
 	wg       sync.WaitGroup
 }
 
-// NewRelay listens on a free loopback port and relays to upstream
-// (host:port) until Close.
-func NewRelay(upstream string) (*Relay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
+// NewRelay relays each connection ln accepts to upstream (host:port)
+// until Close.
+func NewRelay(ln net.Listener, upstream string) *Relay {
 	r := &Relay{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.serve()
-	return r, nil
+	return r
 }
 
 // Addr is the relay's host:port.

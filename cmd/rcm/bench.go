@@ -30,6 +30,7 @@ const benchUsage = `Usage:
   rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
   rcm bench spec [flags]     write a bench spec: the demo pack's, or one built from --data
   rcm bench proxy [flags]    the proxy's overhead side by side: direct, Caddy, native, router, rcm
+  rcm bench floor KIND       serve a floor rcm bench proxy measures against (relay or bare)
 `
 
 func bench(args []string) error {
@@ -49,6 +50,8 @@ func bench(args []string) error {
 		return benchUpstream(args[1:], os.Stderr)
 	case "spec":
 		return benchSpec(args[1:], os.Stdout, os.Stderr)
+	case "floor":
+		return benchFloor(args[1:])
 	case "proxy":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rcm-dev/rcm/bench/overhead"
-	"github.com/rcm-dev/rcm/proxy"
 )
 
 // proxyBenchConfig is what `rcm bench proxy` is told.
@@ -44,12 +44,12 @@ func proxyBenchOptions(c *proxyBenchConfig) []option {
 	}
 }
 
-// benchProxy measures the proxy's overhead side by side: direct, Caddy,
-// and rcm in each mode, against one fast local upstream.
+// benchProxy measures the proxy's overhead side by side: direct, the
+// floors, Caddy, and rcm in each mode, against one fast local upstream.
 func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := proxyBenchConfig{pause: 100 * time.Millisecond, duration: 2 * time.Second, caddy: "auto", jitter: 0.5}
 	if err := parseOptions("bench proxy", args, proxyBenchOptions(&c), false,
-		"Usage: rcm bench proxy [flags]\n\nSends the same OpenCode-shaped bodies to a fast local upstream directly, through a TCP relay\n(parses nothing), through a bare httputil.ReverseProxy, through Caddy (when installed) and through an in-process rcm in native, router and rcm mode, and prints latency\nand throughput side by side with the overhead goals. Every flag has an environment twin."); err != nil {
+		"Usage: rcm bench proxy [flags]\n\nSends the same OpenCode-shaped bodies to a fast local upstream directly, through a TCP relay\n(parses nothing), through a bare httputil.ReverseProxy, through Caddy (when installed) and through rcm serve in native, router and rcm mode,\neach proxy in its own process, and prints latency and throughput side by side with the overhead goals. Every flag has an environment twin."); err != nil {
 		return err
 	}
 	cfg := overhead.Config{Agents: int(c.agents), Calls: int(c.calls), Conns: int(c.conns), Rounds: int(c.rounds),
@@ -60,7 +60,10 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.Jitter == 0 {
 		cfg.Jitter = -1 // --jitter 0: lock step, not the default
 	}
-	var err error
+	var (
+		err   error
+		stops []func()
+	)
 	if cfg.Sizes, err = kilobytes(c.sizes); err != nil {
 		return err
 	}
@@ -72,31 +75,47 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	up := &http.Server{Handler: overhead.Upstream()}
 	go up.Serve(upLn)
 	defer up.Close()
-	upURL := "http://" + upLn.Addr().String()
-	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "direct", Base: upURL + "/v1"})
+	upAddr := upLn.Addr().String()
+	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "direct", Base: "http://" + upAddr + "/v1"})
 
-	relay, err := overhead.NewRelay(upLn.Addr().String())
-	if err != nil {
-		return err
+	// Every proxy runs in its own process, as users run rcm and Caddy: in
+	// the bench's process it would share the load generator's scheduler
+	// and skip a process switch per hop.
+	start := func(name string, args ...string) (string, error) {
+		addr, err := overhead.FreeAddr()
+		if err != nil {
+			return "", err
+		}
+		cmd, err := selfCommand(append(args, "--listen", addr)...)
+		if err != nil {
+			return "", err
+		}
+		stop, err := overhead.Start(ctx, cmd, addr)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		stops = append(stops, stop)
+		return "http://" + addr, nil
 	}
-	defer relay.Close()
-	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "relay", Base: "http://" + relay.Addr() + "/v1"})
-
-	bareLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	for _, floor := range []string{"relay", "bare"} {
+		base, err := start(floor, "bench", "floor", floor, "--upstream", upAddr)
+		if err != nil {
+			return err
+		}
+		cfg.Targets = append(cfg.Targets, overhead.Target{Name: floor, Base: base + "/v1"})
 	}
-	bare := &http.Server{Handler: overhead.Bare(&url.URL{Scheme: "http", Host: upLn.Addr().String()})}
-	go bare.Serve(bareLn)
-	defer bare.Close()
-	cfg.Targets = append(cfg.Targets, overhead.Target{Name: "bare", Base: "http://" + bareLn.Addr().String() + "/v1"})
 
 	switch c.caddy {
 	case "auto", "true":
-		base, stop, err := overhead.Caddy(ctx, upLn.Addr().String())
+		base, stop, err := overhead.Caddy(ctx, upAddr)
 		switch {
 		case err == nil:
-			defer stop()
+			stops = append(stops, stop)
 			cfg.Targets = append(cfg.Targets, overhead.Target{Name: "caddy", Base: base})
 		case errors.Is(err, exec.ErrNotFound) && c.caddy == "auto":
 			fmt.Fprintln(stderr, "note: caddy is not installed; measuring without it")
@@ -113,12 +132,10 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	proxyURL, stopProxy, err := startProxy(proxy.Config{Upstream: upURL + "/v1", DB: filepath.Join(tmp, "rcm.db"), Mode: proxy.Native},
-		io.Discard, slog.LevelError, nil, stderr)
+	proxyURL, err := start("rcm serve", "serve", "--upstream", "http://"+upAddr+"/v1", "--db", filepath.Join(tmp, "rcm.db"), "--mode", "native")
 	if err != nil {
 		return err
 	}
-	defer stopProxy()
 	for _, m := range []string{"native", "router", "rcm"} {
 		cfg.Targets = append(cfg.Targets, overhead.Target{Name: m, Base: proxyURL + "/" + m + "/v1"})
 	}
@@ -204,4 +221,58 @@ func kilobytes(s string) ([]int, error) {
 		out = append(out, n<<10)
 	}
 	return out, nil
+}
+
+// selfCommand is this program run with args: what `rcm bench proxy` starts
+// its proxies with (tests run their own binary as rcm).
+var selfCommand = func(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(exe, args...), nil
+}
+
+// benchFloor serves one of the floors `rcm bench proxy` measures rcm
+// against, in a process of its own: "relay" (a TCP relay that parses
+// nothing) or "bare" (a bare httputil.ReverseProxy).
+func benchFloor(args []string) error {
+	var upstream, listen string
+	usage := "Usage: rcm bench floor relay|bare --upstream HOST:PORT --listen ADDR\n\nServes a floor of rcm bench proxy: a TCP relay or a bare httputil.ReverseProxy in front of the upstream."
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New("bench floor: missing relay or bare\n\n" + usage)
+	}
+	kind := args[0]
+	if err := parseOptions("bench floor", args[1:], []option{
+		{flag: "upstream", env: "RCM_BENCH_UPSTREAM", help: "host:port of the upstream", set: stringOpt(&upstream)},
+		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on", set: stringOpt(&listen)},
+	}, false, usage); err != nil {
+		return err
+	}
+	if upstream == "" || listen == "" {
+		return errors.New("bench floor: --upstream and --listen are required")
+	}
+	if kind != "relay" && kind != "bare" {
+		return fmt.Errorf("bench floor: %q: want relay or bare", kind)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if kind == "relay" {
+		r := overhead.NewRelay(ln, upstream)
+		<-ctx.Done()
+		return r.Close()
+	}
+	srv := &http.Server{Handler: overhead.Bare(&url.URL{Scheme: "http", Host: upstream})}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

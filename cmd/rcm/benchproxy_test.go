@@ -74,3 +74,12 @@ func TestReadWaits(t *testing.T) {
 		t.Fatalf("from no proxy: %+v", w)
 	}
 }
+
+func TestBenchFloorArgs(t *testing.T) {
+	for _, args := range [][]string{nil, {"--upstream", "127.0.0.1:9"}, {"tunnel", "--upstream", "127.0.0.1:9", "--listen", "127.0.0.1:0"},
+		{"relay", "--listen", "127.0.0.1:0"}, {"bare", "--upstream", "127.0.0.1:9"}} {
+		if err := benchFloor(args); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

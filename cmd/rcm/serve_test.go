@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	selfCommand = func(args ...string) (*exec.Cmd, error) { return command(args...), nil }
 	os.Exit(m.Run())
 }
 

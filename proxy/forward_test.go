@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -132,4 +136,56 @@ func (o *oneRead) Read(p []byte) (int, error) {
 	n := copy(p, o.b)
 	o.b = o.b[n:]
 	return n, io.ErrUnexpectedEOF
+}
+
+// closedAfter is a client body that the server closed as soon as its
+// declared bytes were read, as net/http does once the answer's headers go
+// out: any read past them fails.
+type closedAfter struct{ data []byte }
+
+func (c *closedAfter) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, errors.New("http: invalid Read on closed Body")
+	}
+	n := copy(p, c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *closedAfter) Close() error { return nil }
+
+// TestPassThroughBodyEndsAtItsLength: a body rcm streams upstream
+// unparsed (a route other than the model calls) ends at its declared
+// length. net/http's transport reads once more past it; were that read to
+// reach a body the server has closed meanwhile, the answer being relayed
+// would be cut (golang/go#40747).
+func TestPassThroughBodyEndsAtItsLength(t *testing.T) {
+	payload := []byte(`{"model":"m","input":"` + strings.Repeat("a", 100<<10) + `"}`)
+	var got int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = len(b)
+		io.WriteString(w, `{"data":[]}`)
+	}))
+	defer up.Close()
+	h, _, _ := newHandler(t, Config{Upstream: up.URL + "/v1", AnthropicUpstream: up.URL})
+	for _, path := range []string{"/v1/embeddings", "/v1/messages/count_tokens"} {
+		req := httptest.NewRequest(http.MethodPost, path, nil)
+		req.Body, req.ContentLength = &closedAfter{data: bytes.Clone(payload)}, int64(len(payload))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || w.Body.String() != `{"data":[]}` || got != len(payload) {
+			t.Errorf("%s: %d %q, upstream read %d of %d bytes", path, w.Code, w.Body.String(), got, len(payload))
+		}
+	}
+}
+
+func TestDropRCMHeaders(t *testing.T) {
+	hdr := http.Header{"X-Rcm-Task": {"a"}, "x-rcm-mode": {"rcm"}, "X-RCM-Threshold": {"0.5"}, "X-Rcm": {"kept"},
+		"X-Session-Id": {"s"}, "Authorization": {"Bearer k"}}
+	dropRCMHeaders(hdr)
+	want := http.Header{"X-Rcm": {"kept"}, "X-Session-Id": {"s"}, "Authorization": {"Bearer k"}}
+	if !reflect.DeepEqual(hdr, want) {
+		t.Fatalf("got %v, want %v", hdr, want)
+	}
 }

@@ -105,15 +105,41 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
 		pr.Out.ContentLength = int64(len(body))
 		pr.Out.Header.Del("Content-Length")
 		pr.Out.Header.Del("Content-Encoding") // readBody decoded it
+	} else if pr.Out.Body != nil && pr.Out.ContentLength > 0 {
+		pr.Out.Body = &declared{ReadCloser: pr.Out.Body, left: pr.Out.ContentLength}
 	}
 	h.setCredentials(pr.Out.Header, path)
+}
+
+// declared ends a streamed body at its declared length. Having sent that
+// many bytes, net/http's transport reads the body once more to check that
+// it is not longer; when the answer's headers have gone out meanwhile,
+// the server has closed the client's body, that read fails, and the
+// transport cuts the answer it is relaying (golang/go#40747). The server
+// enforces the length on the client's side, so the last read can safely
+// be an EOF of our own.
+type declared struct {
+	io.ReadCloser
+	left int64
+}
+
+func (d *declared) Read(p []byte) (int, error) {
+	if d.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > d.left {
+		p = p[:d.left]
+	}
+	n, err := d.ReadCloser.Read(p)
+	d.left -= int64(n)
+	return n, err
 }
 
 // dropRCMHeaders removes rcm's own headers (X-RCM-*): they never cross rcm.
 func dropRCMHeaders(hdr http.Header) {
 	for name := range hdr {
-		if strings.HasPrefix(strings.ToLower(name), "x-rcm-") {
-			hdr.Del(name)
+		if len(name) >= 6 && strings.EqualFold(name[:6], "x-rcm-") {
+			delete(hdr, name)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -98,6 +99,7 @@ type Store struct {
 	// both nil without one. stopOnce lets Close run twice.
 	stop, swept chan struct{}
 	stopOnce    sync.Once
+	updates     atomic.Int32 // Update calls under way
 }
 
 // DefaultPath is the store's file under the user's data directory:
@@ -136,10 +138,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	// A call's writes are one batch. No call waits for them to commit (the
-	// proxy reads a session's writes ahead of their commit), so the
-	// window is bbolt's default: under load, concurrent calls share a
-	// commit and its fsync instead of paying one each.
+	// Concurrent calls' writes gather into one commit (see Update). No
+	// call waits for them to commit (the proxy reads a session's writes
+	// ahead of their commit), so the window is bbolt's default: under
+	// load, calls share a commit and its fsync instead of paying one each.
 	db.MaxBatchDelay = 10 * time.Millisecond
 	if err := db.Update(migrate); err != nil {
 		db.Close()
@@ -255,11 +257,17 @@ type Tx struct {
 	tx *bolt.Tx
 }
 
-// Update runs fn in one write transaction through bbolt's Batch, so that
+// Update runs fn in one write transaction. When no other update is under
+// way it commits at once; otherwise it joins bbolt's Batch, so that
 // concurrent sessions share commits. fn may run more than once (Batch
 // retries after a failed batch) and must only modify what it writes.
 func (s *Store) Update(fn func(*Tx) error) error {
-	return s.db.Batch(func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) })
+	run := func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) }
+	defer s.updates.Add(-1)
+	if s.updates.Add(1) == 1 {
+		return s.db.Update(run)
+	}
+	return s.db.Batch(run)
 }
 
 // do runs fn on the transaction, wrapping its error with the operation.

@@ -1,6 +1,10 @@
 package memory
 
 import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/rcm-dev/rcm/transcript"
@@ -44,4 +48,49 @@ func (s *Store) putRecord(session string, r Record) error {
 func (s *Store) frozen(session, task string, fp transcript.Fingerprint) ([]byte, bool, error) {
 	msgs, found, err := s.FrozenAt(session, task, []transcript.Fingerprint{fp})
 	return msgs[0], found[0], err
+}
+
+// TestUpdateGathersOnlyWhenConcurrent: an update alone commits at once; updates
+// made while another holds the writer gather into one commit. The batch
+// window is an hour here, so only a full batch (10) runs through it.
+func TestUpdateGathersOnlyWhenConcurrent(t *testing.T) {
+	s := openTest(t, Options{})
+	s.db.MaxBatchDelay, s.db.MaxBatchSize = time.Hour, 10
+	if err := s.Update(func(w *Tx) error { return w.Touch("ses_alone", "", time.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Update(func(*Tx) error { close(held); <-hold; return nil })
+	}()
+	<-held
+	ids := make(chan int, 20)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			if err := s.Update(func(w *Tx) error {
+				ids <- w.tx.ID()
+				return w.Touch(fmt.Sprintf("ses_%d", i), "", time.Now())
+			}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for s.updates.Load() < 11 { // every one has chosen the batch
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	close(ids)
+	seen := map[int]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 {
+		t.Fatalf("10 concurrent updates took %d commits, want 1", len(seen))
+	}
 }

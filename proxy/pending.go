@@ -13,6 +13,10 @@ import (
 // writes; past it the call routes on what the store holds (fail open).
 const maxPendingWait = 2 * time.Second
 
+// maxAhead is how many of a session's writes still to commit a call reads
+// through; a call behind more waits for the oldest to commit.
+const maxAhead = 8
+
 // settleDelay is how long a call's writes hold off after its answer unless
 // a call of the same session waits for them: on a machine of few cores the
 // bookkeeping of one answer (a record update costs up to a few ms of CPU)
@@ -264,7 +268,7 @@ func (p *pending) wait(ctx context.Context, session string) (*ahead, time.Durati
 	start := time.Now()
 	t := time.NewTimer(maxPendingWait)
 	defer t.Stop()
-	until := func(c chan struct{}) string {
+	until := func(c <-chan struct{}) string {
 		select {
 		case <-c:
 			return "done"
@@ -284,7 +288,15 @@ func (p *pending) wait(ctx context.Context, session string) (*ahead, time.Durati
 				break
 			}
 			// Reads apply the writes over the store whether or not they
-			// commit meanwhile.
+			// commit meanwhile. A session called faster than its writes
+			// commit (one per commit, in order) would pile them up, and
+			// every read would cross them all: past maxAhead, the call
+			// waits for the oldest to commit.
+			if chain := s.ahead.unfinished(); len(chain) > maxAhead {
+				if outcome = until(chain[len(chain)-maxAhead-1].done); outcome != "done" {
+					return nil, time.Since(start), outcome
+				}
+			}
 			return s.ahead, time.Since(start), "ahead"
 		}
 	}

@@ -136,6 +136,44 @@ func TestPendingReadsAhead(t *testing.T) {
 	}
 }
 
+// TestPendingBoundsWritesAhead: a call reads through at most maxAhead of
+// its session's writes still to commit; behind more (a session called
+// faster than its writes commit) it waits for the oldest to commit.
+func TestPendingBoundsWritesAhead(t *testing.T) {
+	p := pending{settle: time.Microsecond}
+	n := maxAhead + 2
+	commits := make([]chan struct{}, n)
+	for i := range n {
+		commits[i] = make(chan struct{})
+		s := p.begin("s")
+		s.run(func() {
+			s.publish(&ahead{before: s.before(), done: s.doneChan()})
+			s.waitPrev()
+			<-commits[i]
+		})
+	}
+	waited := make(chan string)
+	go func() {
+		ah, _, outcome := p.wait(context.Background(), "s")
+		waited <- fmt.Sprintf("%v %s", ah != nil, outcome)
+	}()
+	for i := range n - maxAhead {
+		select {
+		case o := <-waited:
+			t.Fatalf("wait ended (%s) behind %d writes still to commit", o, n-i)
+		case <-time.After(20 * time.Millisecond):
+		}
+		close(commits[i])
+	}
+	if o := <-waited; o != "true ahead" {
+		t.Fatalf("wait ended %s", o)
+	}
+	for _, c := range commits[n-maxAhead:] {
+		close(c)
+	}
+	p.wait(context.Background(), "s")
+}
+
 // TestPendingCommitsInOrder: a call's writes commit after every earlier
 // write of the session, though a call between them wrote nothing and was
 // over at once.

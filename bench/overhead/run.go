@@ -223,6 +223,10 @@ func latencyPhase(ctx context.Context, client *http.Client, cfg Config, t Target
 
 // ratePhase sends calls back to back on cfg.Conns connections for
 // cfg.Duration and returns the completed calls per second.
+// rateSessions is how many sessions each connection of the throughput
+// phase takes turns among.
+const rateSessions = 16
+
 func ratePhase(ctx context.Context, client *http.Client, cfg Config, t Target, round int) (float64, int) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -232,8 +236,11 @@ func ratePhase(ctx context.Context, client *http.Client, cfg Config, t Target, r
 	for c := range cfg.Conns {
 		wg.Go(func() {
 			body := newSession(cfg.RateSize).next()
-			id := fmt.Sprintf("ovh-rate-%s-%d-%d", t.Name, round, c)
-			for ctx.Err() == nil {
+			// Each connection takes turns among rateSessions sessions: one
+			// session called back to back would outrun its own writes,
+			// which commit in order, one per commit of the store.
+			for k := 0; ctx.Err() == nil; k++ {
+				id := fmt.Sprintf("ovh-rate-%s-%d-%d-%d", t.Name, round, c, k%rateSessions)
 				if err := call(ctx, client, t.Base, id, body); err != nil {
 					if ctx.Err() == nil {
 						errs.Add(1)

@@ -59,7 +59,8 @@ const maxPrefixBytes = 64 << 20
 // part a provider's prompt cache can serve. Only the messages count: the
 // fields around them (tools, options) are forwarded unchanged, and a
 // provider renders the tools before the messages anyway. The contexts are
-// slices of the calls' own buffers, not copies.
+// slices of the calls' own buffers, not copies; the bytes counted are the
+// buffers'.
 type prefixes struct {
 	mu    sync.Mutex
 	last  map[string]*list.Element // chain key -> element of lru (*prefixEntry)
@@ -71,10 +72,20 @@ type prefixes struct {
 // closed, once the call's share has been measured; evicted says the
 // context was let go before that.
 type prefixEntry struct {
-	key     string
-	context []byte
-	ready   chan struct{}
-	evicted bool
+	key string
+	// body is the call's forwarded body and [start:end] its context in it.
+	body       []byte
+	start, end int
+	ready      chan struct{}
+	evicted    bool
+}
+
+// context is the entry's forwarded context (nil once let go).
+func (e *prefixEntry) context() []byte {
+	if e.body == nil {
+		return nil
+	}
+	return e.body[e.start:e.end]
 }
 
 // prefixShare is a call's place in its chain, taken when its answer has
@@ -122,32 +133,57 @@ func (p *prefixes) take(a *assembly) *prefixShare {
 func (ps *prefixShare) measure() {
 	p := ps.p
 	defer close(ps.this.ready)
-	ctx := ps.body
-	if start, end, ok := transcript.Span(ctx, "messages"); ok && ctx[start] == '[' {
-		ctx = ctx[start:end]
-	}
+	body := ps.body
+	var prev *prefixEntry
 	if ps.prev != nil {
 		<-ps.prev.ready
 		// Only this call reads or clears its predecessor's context now.
-		if prev := ps.prev.context; prev != nil {
-			v := float64(str.CommonPrefix(prev, ctx)) / float64(len(ctx))
-			ps.share = &v
+		if ps.prev.body != nil {
+			prev = ps.prev
 		}
+	}
+	start, end, same := 0, len(body), -1
+	if prev != nil {
+		// A session's next body usually repeats the previous one up to the
+		// end of its messages array: then only the messages added since
+		// are scanned to find where the array ends now.
+		cp := str.CommonPrefix(prev.body, body)
+		if prev.end-prev.start >= 2 && prev.body[prev.end-1] == ']' && cp >= prev.end-1 {
+			if e, ok := transcript.ArrayEnd(body, prev.start, prev.end-1); ok {
+				start, end, same = prev.start, e, cp
+			}
+		}
+	}
+	if same < 0 {
+		if s, e, ok := transcript.Span(body, "messages"); ok && body[s] == '[' {
+			start, end = s, e
+		}
+	}
+	ctx := body[start:end]
+	if prev != nil {
+		common := 0
+		if same >= 0 { // both contexts start at start, and the bodies agree up to same
+			common = min(same-start, len(ctx))
+		} else {
+			common = str.CommonPrefix(prev.context(), ctx)
+		}
+		v := float64(common) / float64(len(ctx))
+		ps.share = &v
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if ps.prev != nil {
-		p.bytes -= len(ps.prev.context)
-		ps.prev.context = nil
+		p.bytes -= len(ps.prev.body)
+		ps.prev.body = nil
 	}
 	if !ps.this.evicted {
-		ps.this.context = ctx
-		p.bytes += len(ctx)
+		ps.this.body, ps.this.start, ps.this.end = body, start, end
+		p.bytes += len(body)
 	}
 	for p.bytes > maxPrefixBytes && p.lru.Len() > 1 {
 		ent := p.lru.Remove(p.lru.Back()).(*prefixEntry)
 		delete(p.last, ent.key)
-		p.bytes -= len(ent.context)
-		ent.context, ent.evicted = nil, true
+		p.bytes -= len(ent.body)
+		ent.body, ent.evicted = nil, true
 	}
 }

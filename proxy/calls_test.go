@@ -12,7 +12,9 @@ import (
 
 	"github.com/rcm-dev/rcm/inspector"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -323,8 +325,8 @@ func TestPrefixShareOrder(t *testing.T) {
 	if first.share != nil || second.share == nil || *second.share != 7.0/13 {
 		t.Fatalf("shares %v, %v", first.share, second.share)
 	}
-	if p.bytes != 13 {
-		t.Fatalf("%d bytes held, want the latest context's 13", p.bytes)
+	if want := len(second.body); p.bytes != want {
+		t.Fatalf("%d bytes held, want the latest body's %d", p.bytes, want)
 	}
 	// A context over the bound lets the session's earlier one go.
 	big := p.take(call("other", `"`+strings.Repeat("x", maxPrefixBytes)+`"`))
@@ -333,6 +335,44 @@ func TestPrefixShareOrder(t *testing.T) {
 	third.measure()
 	if third.share != nil {
 		t.Fatalf("share %v after the previous context was let go", *third.share)
+	}
+}
+
+// TestPrefixShareFromWhereBodiesDiffer: a body that repeats the previous one
+// up to the end of its messages array is scanned only past it; every share
+// is the one measured on the two messages arrays found whole.
+func TestPrefixShareFromWhereBodiesDiffer(t *testing.T) {
+	bodies := []string{
+		`{"model":"m","messages":[{"role":"user","content":"fix [it]"}],"tools":[]}`,
+		`{"model":"m","messages":[{"role":"user","content":"fix [it]"},{"role":"assistant","content":"ok]"}],"tools":[]}`,
+		`{"model":"m","messages":[{"role":"user","content":"fix [it]"},{"role":"assistant","content":"ok]"}],"tools":[]}`,
+		`{"model":"m2","messages":[{"role":"user","content":"fix [it]"},{"role":"assistant","content":"ok]"},"x"],"tools":[]}`,
+		`{"model":"m2","messages":[{"role":"user","content":"fix [it] now"}],"tools":[]}`,
+		`{"model":"m2","messages":[{"role":"user","content":"fix [it] now"}, [1, {"a":"]"}] ]  ,"tools":[]}`,
+		`{"model":"m2","messages":[{"role":"user","content":"fix [it] now"}]}`,
+		`{"model":"m2","messages":"none"}`,
+		`{"model":"m2","messages":"none","more":1}`,
+		`{"model":"m2","messages":[1,2,3]}`,
+		`{"model":"m2","messages":[1,2,3,{"unclosed":"]`,
+	}
+	whole := func(b []byte) []byte {
+		if s, e, ok := transcript.Span(b, "messages"); ok && b[s] == '[' {
+			return b[s:e]
+		}
+		return b
+	}
+	var p prefixes
+	for i, b := range bodies {
+		ps := p.take(&assembly{mode: Router, session: "s", body: []byte(b)})
+		ps.measure()
+		if i == 0 {
+			continue
+		}
+		prev, next := whole([]byte(bodies[i-1])), whole([]byte(b))
+		want := float64(str.CommonPrefix(prev, next)) / float64(len(next))
+		if ps.share == nil || *ps.share != want {
+			t.Errorf("body %d: share %v, want %v", i, ps.share, want)
+		}
 	}
 }
 

@@ -135,3 +135,21 @@ func Span(body []byte, key string) (start, end int, ok bool) {
 	})
 	return start, end, ok
 }
+
+// ArrayEnd returns the offset in body just past the JSON array that opens
+// at body[start], scanning only from at on: body[start:at] must be the
+// array's opening and whole elements (as when it is byte for byte the
+// start of an array measured before, up to its closing bracket). ok is
+// false when the array does not close; like Span it validates nothing and
+// never panics.
+func ArrayEnd(body []byte, start, at int) (end int, ok bool) {
+	if start < 0 || at <= start || at > len(body) || body[start] != '[' {
+		return 0, false
+	}
+	arr := alias(body[start:])
+	n := elements(arr, at-start, func(rest string, _ int) int { return skipValue(rest, 0) })
+	if n < 1 || arr[n-1] != ']' {
+		return 0, false
+	}
+	return start + n, true
+}

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -87,6 +88,33 @@ func FuzzSpan(f *testing.F) {
 		want := gjson.GetBytes(body, key)
 		if ok != want.Exists() || ok && string(body[start:end]) != want.Raw {
 			t.Fatalf("Span %v %q, gjson %v %q", ok, body[start:end], want.Exists(), want.Raw)
+		}
+	})
+}
+
+// FuzzArrayEnd: a body whose start repeats, up to its closing bracket,
+// the messages array of an earlier one has its array end where Span finds
+// it; on any input ArrayEnd stays inside the body.
+func FuzzArrayEnd(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a]"}],"tools":[]}`), []byte(`,{"role":"assistant","content":"b\\"}`))
+	f.Add([]byte(`{"messages":[1,[2]]}`), []byte(``))
+	f.Add([]byte(`{"messages":[]}`), []byte(`"x"`))
+	f.Fuzz(func(t *testing.T, prev, added []byte) {
+		start, end, ok := Span(prev, "messages")
+		if !ok || end-start < 2 || prev[start] != '[' || prev[end-1] != ']' {
+			return
+		}
+		next := append(append(bytes.Clone(prev[:end-1]), added...), prev[end-1:]...)
+		got, ok := ArrayEnd(next, start, end-1)
+		if ok && (got <= start || got > len(next)) {
+			t.Fatalf("end %d outside (%d, %d]", got, start, len(next))
+		}
+		if !gjson.ValidBytes(prev) || !gjson.ValidBytes(next) || !gjson.GetBytes(next, "messages").IsArray() {
+			return
+		}
+		_, want, _ := Span(next, "messages")
+		if !ok || got != want {
+			t.Fatalf("ArrayEnd %d %v, Span %d, in %s", got, ok, want, next)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,7 +86,9 @@ func (m *metrics) add(name, help string, v float64, labels ...string) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "%s=%q", labels[i], labels[i+1])
+			b.WriteString(labels[i])
+			b.WriteByte('=')
+			b.WriteString(strconv.Quote(labels[i+1]))
 		}
 		b.WriteByte('}')
 	}

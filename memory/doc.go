@@ -33,9 +33,11 @@
 //     transaction. Every read here decodes (and so copies) what it keeps
 //     before the transaction ends; code added to this package must do the
 //     same and never return or retain a slice obtained from a bucket.
-//   - Writes go through bbolt's Batch so that concurrent sessions share
-//     fsyncs; Batch may run a write function more than once, so the
-//     functions given to UpdateRecord must only modify their argument.
+//   - A write made while no other is under way commits at once; writes
+//     that overlap go through bbolt's Batch (10 ms window) so that
+//     concurrent sessions share fsyncs. Batch may run a write function more
+//     than once, so the functions given to UpdateRecord must only modify
+//     their argument.
 //     A write returns after the data is on disk; a crash (even kill -9)
 //     loses at most the writes still in flight and never corrupts the file.
 //   - Secrets are never stored: every JSON value and frozen message passes

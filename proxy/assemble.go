@@ -226,14 +226,25 @@ func (a *assembly) response() *limitedBuffer {
 // done runs after the response has been sent: store writes happen here, off
 // the request path, in the background, in the write slot the call reserved.
 // The caller added the call to h.after before the answer went out, so that
-// Close (and a test) waiting on it sees these writes.
+// Close (and a test) waiting on it sees these writes, and the session's
+// write slot gone.
 func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
+	if a.slot != nil {
+		// Done once the slot is over, not only its writes: a call that
+		// finds the session's slot still registered would wait on it.
+		go func() {
+			<-a.slot.doneChan()
+			h.after.Done()
+		}()
+	}
 	a.slot.run(func() {
-		defer h.after.Done()
+		if a.slot == nil {
+			defer h.after.Done()
+		}
 		if !write {
 			// Nothing to write: the next call reads the earlier writes.
 			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})

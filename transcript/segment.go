@@ -18,7 +18,9 @@ func classify(t *Transcript) Kind {
 		if !m.System() {
 			break
 		}
-		switch text := m.Text(); {
+		// Only the opening is compared: a harness's system prompt runs to
+		// tens of KB, decoded whole here it would be on every call.
+		switch text := m.head(len(compactionPrompt)); {
 		case strings.HasPrefix(text, titlePrompt):
 			return Title
 		case strings.HasPrefix(text, compactionPrompt):

@@ -165,6 +165,15 @@ func (m *Message) Content() (raw []byte, off int, ok bool) {
 	return m.Raw[off : off+len(m.content)], off, true
 }
 
+// head returns the first n bytes of the message's text (all of it when
+// shorter), decoding no more of a plain string content than that.
+func (m *Message) head(n int) string {
+	if first, _, _, ok := m.TextEnds(n, 0); ok {
+		return first
+	}
+	return m.Text()
+}
+
 // TextEnds returns the first head and the last tail bytes of the
 // message's text and the text's length, decoding nothing else, for a
 // long text read only at its ends (a tool output's exit status, a cut);

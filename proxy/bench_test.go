@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -57,11 +58,9 @@ func benchCalls(b *testing.B, mode Mode, prev, body []byte) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	for b.Loop() {
-		send(body)
-		// The store writes run after the response, off the request path,
-		// while a harness waits seconds for the model: not timed here.
-		b.StopTimer()
+	// ready puts h where a timed call finds it: the session's previous
+	// call made, or the parse cache emptied.
+	ready := func() {
 		h.after.Wait()
 		if prev != nil {
 			send(prev)
@@ -69,10 +68,24 @@ func benchCalls(b *testing.B, mode Mode, prev, body []byte) {
 		} else {
 			h.parses = transcript.NewCache(maxParseBytes)
 		}
+	}
+	for b.Loop() {
+		send(body)
+		// The store writes run after the response, off the request path,
+		// while a harness waits seconds for the model: not timed here.
+		b.StopTimer()
+		ready()
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(callAlloc(h, body)/float64(len(body)), "alloc/body")
+	// The least of a few calls: anything else the process allocates
+	// meanwhile only adds to a measure.
+	least := math.Inf(1)
+	for range 5 {
+		least = min(least, callAlloc(h, body))
+		ready()
+	}
+	b.ReportMetric(least/float64(len(body)), "alloc/body")
 }
 
 // callAlloc returns the bytes allocated while h serves one call of body,

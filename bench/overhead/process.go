@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/proc"
 )
 
 // FreeAddr returns a loopback host:port that was free when asked, for a
 // proxy started in its own process.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proc.FreePort()
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }
 
 // Start runs cmd, a proxy told to listen on addr, and returns once addr
@@ -27,7 +28,7 @@ func FreeAddr() (string, error) {
 // SIGKILL after 5 s) and waits for it. The process's output is kept for
 // the error when it exits or does not listen in time.
 func Start(ctx context.Context, cmd *exec.Cmd, addr string) (stop func(), err error) {
-	out := &tail{}
+	out := &proc.Tail{Max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, addr string) (stop func(), err er
 		}
 		select {
 		case <-exited:
-			return nil, fmt.Errorf("overhead: %s exited before it listened on %s: %s", name, addr, out)
+			return nil, fmt.Errorf("overhead: %s exited before it listened on %s: %s", name, addr, output(out))
 		case <-ctx.Done():
 			stop()
 			return nil, ctx.Err()
@@ -59,30 +60,13 @@ func Start(ctx context.Context, cmd *exec.Cmd, addr string) (stop func(), err er
 		}
 	}
 	stop()
-	return nil, fmt.Errorf("overhead: %s did not listen on %s in 10 s: %s", name, addr, out)
+	return nil, fmt.Errorf("overhead: %s did not listen on %s in 10 s: %s", name, addr, output(out))
 }
 
-// tail keeps the last 4 KB a process wrote.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if n := len(t.b) - 4096; n > 0 {
-		t.b = append(t.b[:0], t.b[n:]...)
+// output is what a process wrote, for an error.
+func output(t *proc.Tail) string {
+	if s := strings.TrimSpace(t.String()); s != "" {
+		return s
 	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.b) == 0 {
-		return "(no output)"
-	}
-	return strings.TrimSpace(string(t.b))
+	return "(no output)"
 }

@@ -5,6 +5,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,4 +99,28 @@ func TestHead(t *testing.T) {
 			t.Errorf("Head(%.20q) = %.20q…, want %.20q…", in, got, want)
 		}
 	}
+}
+
+func TestTail(t *testing.T) {
+	tl := &Tail{Max: 8}
+	for _, w := range []string{"abc", "defgh", "ijkl"} {
+		if n, err := tl.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("write %q: %d %v", w, n, err)
+		}
+	}
+	if got := tl.String(); got != "efghijkl" {
+		t.Fatalf("kept %q, want the last 8 bytes", got)
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	port, err := FreePort()
+	if err != nil || port <= 0 {
+		t.Fatal(port, err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("port %d not free: %v", port, err)
+	}
+	ln.Close()
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -27,7 +26,7 @@ type Server struct {
 	URL string
 
 	cmd    *exec.Cmd
-	out    *tailBuffer
+	out    *proc.Tail
 	exited chan struct{} // closed when the process has been waited for
 	err    error         // Wait's result, valid once exited is closed
 	client *http.Client
@@ -40,7 +39,7 @@ type Server struct {
 // runs until Close.
 func Start(ctx context.Context, bin, dir string, env []string, port int) (*Server, error) {
 	if port == 0 {
-		p, err := freePort()
+		p, err := proc.FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("opencode: %w", err)
 		}
@@ -56,7 +55,7 @@ func Start(ctx context.Context, bin, dir string, env []string, port int) (*Serve
 	s := &Server{
 		URL:    "http://127.0.0.1:" + strconv.Itoa(port),
 		cmd:    cmd,
-		out:    &tailBuffer{max: 64 << 10},
+		out:    &proc.Tail{Max: 64 << 10},
 		exited: make(chan struct{}),
 		// No overall timeout: a prompt lasts as long as the turn; each
 		// call's context bounds it.
@@ -363,39 +362,4 @@ func (s *Server) call(ctx context.Context, method, path string, q url.Values, in
 		return fmt.Errorf("%s %s: decoding the answer: %w: %s", method, path, err, tail(string(raw), 200))
 	}
 	return nil
-}
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before OpenCode binds it; Start then fails with the exit.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it; safe for concurrent
-// writers (the process's stdout and stderr).
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

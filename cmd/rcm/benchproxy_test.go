@@ -27,10 +27,12 @@ func TestBenchProxy(t *testing.T) {
 		t.Error("--caddy false still measured caddy")
 	}
 	// Every call of every target succeeded: the errors column (last) is 0.
+	// Not the bare floor's: a plain httputil.ReverseProxy cuts an answer
+	// now and then (golang/go#40747, which rcm works around).
 	for _, line := range strings.Split(out.String(), "\n") {
 		f := strings.Split(strings.Trim(line, "| "), "|")
 		switch strings.TrimSpace(f[0]) {
-		case "direct", "relay", "bare", "native", "router", "rcm":
+		case "direct", "relay", "native", "router", "rcm":
 			if e := strings.TrimSpace(f[len(f)-1]); e != "0" {
 				t.Errorf("%s errors in %q", e, line)
 			}

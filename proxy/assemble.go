@@ -233,18 +233,9 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
-	if a.slot != nil {
-		// Done once the slot is over, not only its writes: a call that
-		// finds the session's slot still registered would wait on it.
-		go func() {
-			<-a.slot.doneChan()
-			h.after.Done()
-		}()
-	}
+	// h.after is done once the slot is over, not only its writes: a call
+	// that found the session's slot still registered would wait on it.
 	a.slot.run(func() {
-		if a.slot == nil {
-			defer h.after.Done()
-		}
 		if !write {
 			// Nothing to write: the next call reads the earlier writes.
 			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})
@@ -259,7 +250,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 		if err := h.record(a, parent); err != nil {
 			h.log.Warn("store update failed", "session", a.session, "err", err)
 		}
-	})
+	}, h.after.Done)
 }
 
 // record writes what one call taught rcm (the session, the turns' labels,

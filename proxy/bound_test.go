@@ -42,7 +42,7 @@ func TestNoRoutingForAGoneClient(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil).WithContext(ctx)
 	r.Header.Set(HeaderSession, "gone")
 	a := h.assemble(r, transcript.OpenAIChat, Router, 0.8, body)
-	a.slot.run(func() {})
+	a.slot.run(func() {}, nil)
 	if a.routed || a.plan != nil || !bytes.Equal(a.body, body) {
 		t.Fatalf("routed for a client that left: routed=%v fallback=%q", a.routed, a.fallback)
 	}
@@ -79,7 +79,7 @@ func TestStoreWaitMetric(t *testing.T) {
 	slot := h.writes.begin("ses_wait")
 	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
 	io.Copy(io.Discard, resp.Body)
-	slot.run(func() {})
+	slot.run(func() {}, nil)
 	h.after.Wait()
 	resp = post(t, srv.URL+"/v1/chat/completions", body, hdr) // nothing pending
 	io.Copy(io.Discard, resp.Body)

@@ -210,10 +210,17 @@ func (p *pending) begin(session string) *slot {
 // run runs fn in the background once what the session's earlier writes
 // will store is known (or, when it cannot be, once they are over) and after
 // the settle delay. fn should publish what it will store, then call waitPrev
-// before it writes.
-func (s *slot) run(fn func()) {
+// before it writes. then, when not nil, runs last, once the slot is over
+// (no call of the session finds it any more).
+func (s *slot) run(fn, then func()) {
+	if then == nil {
+		then = func() {}
+	}
 	if s == nil {
-		go fn()
+		go func() {
+			defer then()
+			fn()
+		}()
 		return
 	}
 	settle := s.p.settle
@@ -221,6 +228,7 @@ func (s *slot) run(fn func()) {
 		settle = settleDelay
 	}
 	go func() {
+		defer then()
 		defer close(s.done)
 		defer s.publish(nil)
 		if prev := s.prev; prev != nil {

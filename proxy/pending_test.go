@@ -26,8 +26,8 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 	first := p.begin("s")
 	second := p.begin("s")
 	other := p.begin("o")
-	second.run(func() { order = append(order, 2) })
-	other.run(func() {}) // another session does not wait for s
+	second.run(func() { order = append(order, 2) }, nil)
+	other.run(func() {}, nil) // another session does not wait for s
 	waited := make(chan struct{})
 	go func() { p.wait(context.Background(), "s"); close(waited) }()
 	select {
@@ -35,7 +35,7 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 		t.Fatal("wait returned while the session's writes were pending")
 	case <-time.After(20 * time.Millisecond):
 	}
-	first.run(func() { <-step; order = append(order, 1) })
+	first.run(func() { <-step; order = append(order, 1) }, nil)
 	close(step)
 	<-waited
 	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
@@ -50,7 +50,7 @@ func TestPendingOrdersWritesPerSession(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.wait(ctx, "s")
-	stuck.run(func() {})
+	stuck.run(func() {}, nil)
 }
 
 // TestPendingSettles: a call's writes hold off after its answer, and a call
@@ -60,8 +60,8 @@ func TestPendingSettles(t *testing.T) {
 	p := pending{settle: time.Hour}
 	ran := make(chan int, 2)
 	first, second := p.begin("s"), p.begin("s")
-	first.run(func() { ran <- 1 })
-	second.run(func() { ran <- 2 })
+	first.run(func() { ran <- 1 }, nil)
+	second.run(func() { ran <- 2 }, nil)
 	select {
 	case n := <-ran:
 		t.Fatalf("write %d ran during its settle delay", n)
@@ -86,7 +86,7 @@ func TestPendingReadsAhead(t *testing.T) {
 	s.run(func() {
 		s.publish(want)
 		<-commit // the fsync
-	})
+	}, nil)
 	got, _, outcome := p.wait(context.Background(), "s")
 	if got != want || outcome != "ahead" {
 		t.Fatalf("wait gave %v, %q; want the published writes, ahead", got, outcome)
@@ -101,7 +101,7 @@ func TestPendingReadsAhead(t *testing.T) {
 		}
 		next.waitPrev()
 		close(ran)
-	})
+	}, nil)
 	select {
 	case <-ran:
 		t.Fatal("the next call's writes ran before the earlier ones committed")
@@ -119,7 +119,7 @@ func TestPendingReadsAhead(t *testing.T) {
 	s.run(func() {
 		s.publish(nil)
 		<-commit
-	})
+	}, nil)
 	waited := make(chan string)
 	go func() {
 		ah, _, outcome := p.wait(context.Background(), "s")
@@ -150,7 +150,7 @@ func TestPendingBoundsWritesAhead(t *testing.T) {
 			s.publish(&ahead{before: s.before(), done: s.doneChan()})
 			s.waitPrev()
 			<-commits[i]
-		})
+		}, nil)
 	}
 	waited := make(chan string)
 	go func() {
@@ -189,8 +189,8 @@ func TestPendingCommitsInOrder(t *testing.T) {
 		mu.Lock()
 		order = append(order, 1)
 		mu.Unlock()
-	})
-	empty.run(func() {})
+	}, nil)
+	empty.run(func() {}, nil)
 	done := make(chan struct{})
 	third.run(func() {
 		third.waitPrev()
@@ -198,7 +198,7 @@ func TestPendingCommitsInOrder(t *testing.T) {
 		order = append(order, 3)
 		mu.Unlock()
 		close(done)
-	})
+	}, nil)
 	select {
 	case <-done:
 		t.Fatal("the third call's writes ran before the first's committed")
@@ -434,6 +434,6 @@ func TestSideCallsDoNotPassForCommitted(t *testing.T) {
 	if got := call(srv.URL, rec, bodies[2]); got != want[2] {
 		t.Errorf("the third call forwarded\n%s\nwant\n%s", got, want[2])
 	}
-	stuck.run(func() {})
+	stuck.run(func() {}, nil)
 	h.after.Wait()
 }

@@ -33,11 +33,13 @@
 //     transaction. Every read here decodes (and so copies) what it keeps
 //     before the transaction ends; code added to this package must do the
 //     same and never return or retain a slice obtained from a bucket.
-//   - A write made while no other is under way commits at once; writes
-//     that overlap go through bbolt's Batch (10 ms window) so that
-//     concurrent sessions share fsyncs. Batch may run a write function more
-//     than once, so the functions given to UpdateRecord must only modify
-//     their argument.
+//   - A write queued while no commit is under way commits at once; writes
+//     queued during a commit gather for 50 ms and then share one commit
+//     and its fsync (Queue). Writes commit in the order they are queued,
+//     so a session's writes can share a commit too. A write may run more
+//     than once (when another of its commit fails), so the functions
+//     given to Queue, Update and UpdateRecord must only modify their
+//     argument.
 //     A write returns after the data is on disk; a crash (even kill -9)
 //     loses at most the writes still in flight and never corrupts the file.
 //   - Secrets are never stored: every JSON value and frozen message passes

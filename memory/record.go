@@ -87,7 +87,7 @@ func (s *Store) Records(session string) ([]Record, error) {
 // there is none), lets fn change it and stores the result, all in one
 // transaction, so that concurrent updates of one record do not lose each
 // other's changes. An error from fn aborts the update. fn may run more
-// than once (bbolt's Batch retries) and must only modify its argument.
+// than once (see Queue) and must only modify its argument.
 func (s *Store) UpdateRecord(session, task string, fn func(*Record) error) error {
 	return s.Update(func(w *Tx) error { return w.UpdateRecord(session, task, fn) })
 }

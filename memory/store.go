@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -99,7 +98,7 @@ type Store struct {
 	// both nil without one. stopOnce lets Close run twice.
 	stop, swept chan struct{}
 	stopOnce    sync.Once
-	updates     atomic.Int32 // Update calls under way
+	commits     commits
 }
 
 // DefaultPath is the store's file under the user's data directory:
@@ -138,16 +137,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	// Concurrent calls' writes gather into one commit (see Update). No
-	// call waits for them to commit (the proxy reads a session's writes
-	// ahead of their commit), so the window is bbolt's default: under
-	// load, calls share a commit and its fsync instead of paying one each.
-	db.MaxBatchDelay = 10 * time.Millisecond
 	if err := db.Update(migrate); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, opts: opts}
+	s := &Store{db: db, path: path, opts: opts, commits: commits{window: commitWindow, max: maxGroup}}
 	if opts.Retain > 0 || opts.MaxStore > 0 {
 		s.stop, s.swept = make(chan struct{}), make(chan struct{})
 		go s.sweeper(s.stop, s.swept)
@@ -255,19 +249,6 @@ func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
 type Tx struct {
 	s  *Store
 	tx *bolt.Tx
-}
-
-// Update runs fn in one write transaction. When no other update is under
-// way it commits at once; otherwise it joins bbolt's Batch, so that
-// concurrent sessions share commits. fn may run more than once (Batch
-// retries after a failed batch) and must only modify what it writes.
-func (s *Store) Update(fn func(*Tx) error) error {
-	run := func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) }
-	defer s.updates.Add(-1)
-	if s.updates.Add(1) == 1 {
-		return s.db.Update(run)
-	}
-	return s.db.Batch(run)
 }
 
 // do runs fn on the transaction, wrapping its error with the operation.

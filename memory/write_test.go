@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -51,39 +52,33 @@ func (s *Store) frozen(session, task string, fp transcript.Fingerprint) ([]byte,
 }
 
 // TestUpdateGathersOnlyWhenConcurrent: an update alone commits at once; updates
-// made while another holds the writer gather into one commit. The batch
-// window is an hour here, so only a full batch (10) runs through it.
+// made while another commits gather into one commit. The window is an hour
+// here, so only a full group (10) commits.
 func TestUpdateGathersOnlyWhenConcurrent(t *testing.T) {
 	s := openTest(t, Options{})
-	s.db.MaxBatchDelay, s.db.MaxBatchSize = time.Hour, 10
+	s.commits.window, s.commits.max = time.Hour, 10
 	if err := s.Update(func(w *Tx) error { return w.Touch("ses_alone", "", time.Now()) }); err != nil {
 		t.Fatal(err)
 	}
 	hold, held := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.Update(func(*Tx) error { close(held); <-hold; return nil })
-	}()
+	first := s.Queue(func(*Tx) error { close(held); <-hold; return nil })
 	<-held
 	ids := make(chan int, 20)
-	var wg sync.WaitGroup
+	var waits []func() error
 	for i := range 10 {
-		wg.Go(func() {
-			if err := s.Update(func(w *Tx) error {
-				ids <- w.tx.ID()
-				return w.Touch(fmt.Sprintf("ses_%d", i), "", time.Now())
-			}); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	for s.updates.Load() < 11 { // every one has chosen the batch
-		runtime.Gosched()
+		waits = append(waits, s.Queue(func(w *Tx) error {
+			ids <- w.tx.ID()
+			return w.Touch(fmt.Sprintf("ses_%d", i), "", time.Now())
+		}))
 	}
 	close(hold)
-	wg.Wait()
-	if err := <-first; err != nil {
+	if err := first(); err != nil {
 		t.Fatal(err)
+	}
+	for _, wait := range waits {
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	close(ids)
 	seen := map[int]bool{}
@@ -92,5 +87,99 @@ func TestUpdateGathersOnlyWhenConcurrent(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Fatalf("10 concurrent updates took %d commits, want 1", len(seen))
+	}
+}
+
+// TestQueueCommitsInOrder: writes commit in the order they were queued,
+// within a commit and across commits; the window ends
+// a group that is not full.
+func TestQueueCommitsInOrder(t *testing.T) {
+	s := openTest(t, Options{})
+	s.commits.window, s.commits.max = time.Millisecond, 7
+	var mu sync.Mutex
+	var ran []int // the order the writes ran in, last run kept
+	var tx []int  // the transaction of each
+	var waits []func() error
+	for i := range 50 {
+		waits = append(waits, s.Queue(func(w *Tx) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ran, tx = append(ran, i), append(tx, w.tx.ID())
+			return w.Touch("ses_order", "", time.Now())
+		}))
+		if i%10 == 0 {
+			runtime.Gosched()
+		}
+	}
+	for _, wait := range waits {
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range ran {
+		if ran[i] != i || i > 0 && tx[i] < tx[i-1] {
+			t.Fatalf("write %d ran %dth in transaction %d: order %v", ran[i], i, tx[i], ran)
+		}
+	}
+	sess, _, err := s.Session("ses_order")
+	if err != nil || sess.Calls != 50 {
+		t.Fatalf("session %+v, %v: want 50 calls", sess, err)
+	}
+	if tx[0] == tx[len(tx)-1] {
+		t.Fatal("50 writes in one commit: groups of 7 at most")
+	}
+}
+
+// TestQueueLeavesOutAFailedWrite: a write that fails or panics leaves its
+// commit without its changes; the writes beside it still commit, and its
+// caller gets its error or panic.
+func TestQueueLeavesOutAFailedWrite(t *testing.T) {
+	s := openTest(t, Options{})
+	s.commits.window, s.commits.max = time.Hour, 4
+	hold, held := make(chan struct{}), make(chan struct{})
+	first := s.Queue(func(*Tx) error { close(held); <-hold; return nil })
+	<-held
+	bad := errors.New("bad write")
+	touch := func(id string) func(*Tx) error {
+		return func(w *Tx) error { return w.Touch(id, "", time.Now()) }
+	}
+	ok1 := s.Queue(touch("ses_ok1"))
+	failed := s.Queue(func(w *Tx) error {
+		if err := w.Touch("ses_failed", "", time.Now()); err != nil {
+			return err
+		}
+		return bad
+	})
+	panics := s.Queue(func(w *Tx) error {
+		if err := w.Touch("ses_panics", "", time.Now()); err != nil {
+			return err
+		}
+		panic("boom")
+	})
+	ok2 := s.Queue(touch("ses_ok2"))
+	close(hold)
+	if err := first(); err != nil {
+		t.Fatal(err)
+	}
+	if err := failed(); !errors.Is(err, bad) {
+		t.Errorf("failed write returned %v", err)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("panicking write's wait recovered %v", p)
+			}
+		}()
+		panics()
+	}()
+	for _, wait := range []func() error{ok1, ok2} {
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]bool{"ses_ok1": true, "ses_ok2": true, "ses_failed": false, "ses_panics": false} {
+		if _, found, err := s.Session(id); err != nil || found != want {
+			t.Errorf("session %s stored %v (%v), want %v", id, found, err, want)
+		}
 	}
 }

@@ -282,7 +282,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 		share = a.prefix.share
 	}
 	var ev memory.Event
-	err := h.store.Update(func(w *memory.Tx) error {
+	wait := h.store.Queue(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
 			return err
 		}
@@ -306,6 +306,10 @@ func (h *Handler) record(a *assembly, parent string) error {
 		a.details(&ev, share)
 		return w.AppendEvent(a.session, &ev)
 	})
+	// The session's next call may queue its writes now: they commit after
+	// these, in the same commit or a later one.
+	a.slot.place()
+	err := wait()
 	if err == nil {
 		h.feed.Publish(inspector.Call{Session: a.session, Event: ev})
 	}

@@ -39,9 +39,10 @@
 //     commit: it reads the store through a memory.Pending of them, and so
 //     forwards what it would forward after their fsync. Back to back, each
 //     call's writes are worked out on the uncommitted ones before them and
-//     commit after them, so no call waits for an fsync, unless more than 8
-//     of its session's writes are still to commit (a session called faster
-//     than its writes commit): then it waits for the oldest. If the transaction then
+//     queued after them (memory.Store.Queue), in the same commit or a later
+//     one, so no call waits for an fsync, unless more than 8 of its
+//     session's writes are still to commit (a session called faster than
+//     the store commits): then it waits for the oldest. If the transaction then
 //     fails, the next call has routed on writes the store lacks; later calls
 //     re-derive the labels and tasks, and render anew a record that was not
 //     frozen. Calls of other sessions never wait.

@@ -40,18 +40,20 @@ type pending struct {
 }
 
 // slot is one call's writes: ready is closed when what they will store is
-// known (ahead), done when they and every earlier write of the session are
-// over; hurry, closed by a call that waits for them, ends their settle
-// delay. A nil slot runs writes at once, unordered.
+// known (ahead), placed when they have their place in the store's commit
+// order (memory.Store.Queue) or turned out to write nothing, done when they
+// and every earlier write of the session are over; hurry, closed by a call
+// that waits for them, ends their settle delay. A nil slot runs writes at
+// once, unordered.
 type slot struct {
-	ready, done, hurry  chan struct{}
-	rushOnce, readyOnce sync.Once
+	ready, placed, done, hurry     chan struct{}
+	rushOnce, readyOnce, placeOnce sync.Once
 	// ahead is set before ready is closed; nil when the writes cannot be
 	// read before they run (then a waiting call waits for done).
 	ahead *ahead
 	p     *pending
 	key   string // the session, p.last's key
-	prev  *slot  // the session's slot before, until its writes are over (waitPrev)
+	prev  *slot  // the session's slot before, until its writes are over
 }
 
 // ahead is what a call's writes will have stored once they commit, as
@@ -149,15 +151,23 @@ func (a *ahead) unfinished() []*ahead {
 
 func (s *slot) rush() { s.rushOnce.Do(func() { close(s.hurry) }) }
 
-// waitPrev waits until the session's earlier writes are over: the call's
-// own writes commit after them. Only the slot's run calls it, from fn or
-// after.
+// waitPrev waits until the session's earlier writes have their place in
+// the store's commit order: the call's own writes, queued after, commit
+// after them, in the same commit or a later one. Only the slot's run calls
+// it, from fn or after.
 func (s *slot) waitPrev() {
 	if s == nil || s.prev == nil {
 		return
 	}
-	<-s.prev.done
-	s.prev = nil // let it go
+	<-s.prev.placed
+}
+
+// place says the slot's writes have their place in the commit order (or
+// that it has none to write); it must follow waitPrev.
+func (s *slot) place() {
+	if s != nil {
+		s.placeOnce.Do(func() { close(s.placed) })
+	}
 }
 
 // doneChan is closed when the slot's writes are over (nil for a nil slot).
@@ -196,7 +206,7 @@ func (s *slot) publish(a *ahead) {
 // read the answer waits for this call's writes. The slot's run must be
 // called exactly once.
 func (p *pending) begin(session string) *slot {
-	s := &slot{ready: make(chan struct{}), done: make(chan struct{}), hurry: make(chan struct{}), p: p, key: session}
+	s := &slot{ready: make(chan struct{}), placed: make(chan struct{}), done: make(chan struct{}), hurry: make(chan struct{}), p: p, key: session}
 	p.mu.Lock()
 	if p.last == nil {
 		p.last = map[string]*slot{}
@@ -210,8 +220,9 @@ func (p *pending) begin(session string) *slot {
 // run runs fn in the background once what the session's earlier writes
 // will store is known (or, when it cannot be, once they are over) and after
 // the settle delay. fn should publish what it will store, then call waitPrev
-// before it writes. then, when not nil, runs last, once the slot is over
-// (no call of the session finds it any more).
+// before it queues its writes, and place once they are queued. then, when
+// not nil, runs last, once the slot is over (no call of the session finds
+// it any more).
 func (s *slot) run(fn, then func()) {
 	if then == nil {
 		then = func() {}
@@ -239,7 +250,7 @@ func (s *slot) run(fn, then func()) {
 				<-prev.ready
 			}
 			if prev.ahead == nil {
-				s.waitPrev()
+				<-prev.done
 			}
 		}
 		t := time.NewTimer(settle)
@@ -249,7 +260,12 @@ func (s *slot) run(fn, then func()) {
 			t.Stop()
 		}
 		fn()
-		s.waitPrev() // done means the earlier writes are over too
+		s.waitPrev()
+		s.place()
+		if s.prev != nil {
+			<-s.prev.done // done means the earlier writes are over too
+			s.prev = nil  // let it go
+		}
 		s.ahead.release()
 		s.p.mu.Lock()
 		if s.p.last[s.key] == s {

@@ -82,6 +82,31 @@ func TestCommonPrefix(t *testing.T) {
 			t.Errorf("CommonPrefix(%d bytes, %d bytes) = %d, want %d", len(c.a), len(c.b), got, c.want)
 		}
 	}
+	// Every place of the first difference, and every length of the
+	// shorter: each block size ends at each of them somewhere.
+	for at := range 4400 {
+		b := changed(at)
+		if got := CommonPrefix(long, b); got != at {
+			t.Fatalf("CommonPrefix with a difference at %d = %d", at, got)
+		}
+		if got := CommonPrefix(long[:at], b[:at+1]); got != at {
+			t.Fatalf("CommonPrefix of %d bytes and a longer copy = %d", at, got)
+		}
+	}
+}
+
+func FuzzCommonPrefix(f *testing.F) {
+	f.Add([]byte("abc"), []byte("abd"))
+	f.Add(make([]byte, 5000), append(make([]byte, 4400), 1))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		want := 0
+		for want < len(a) && want < len(b) && a[want] == b[want] {
+			want++
+		}
+		if got := CommonPrefix(a, b); got != want {
+			t.Fatalf("CommonPrefix = %d, want %d", got, want)
+		}
+	})
 }
 
 func TestWordByte(t *testing.T) {

@@ -357,6 +357,47 @@ func TestEarlierCallsLetGo(t *testing.T) {
 	runtime.KeepAlive(second)
 }
 
+// TestSessionWritesQueueBehindUncommitted: a session's next call queues
+// its writes behind the previous call's as soon as those have their place
+// in the store's commit order, without waiting for their commit, so a
+// session's writes can share a commit; they still commit in order.
+func TestSessionWritesQueueBehindUncommitted(t *testing.T) {
+	h, _, _ := newHandler(t, Config{Upstream: "http://127.0.0.1:9/v1", Mode: Router})
+	release := sync.OnceFunc(holdWriter(h))
+	t.Cleanup(release) // before the handler closes, should the test fail
+	var calls []*assembly
+	for n := 1; n <= 3; n++ {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		r.Header.Set(HeaderSession, "ses_queue")
+		h.after.Add(1)
+		a := h.assemble(r, transcript.OpenAIChat, Router, 0.8, sessionBody(t, switchRequests[:n], switchDirs))
+		a.complete, a.status = true, http.StatusOK
+		h.done(r, a)
+		calls = append(calls, a)
+	}
+	select {
+	case <-calls[2].slot.placed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third call's writes wait for the first's commit")
+	}
+	select {
+	case <-calls[0].slot.done:
+		t.Fatal("the first call's writes are over while the store's writer is held")
+	default:
+	}
+	release()
+	h.after.Wait()
+	events, err := h.store.Events("ses_queue", 0)
+	if err != nil || len(events) != 3 {
+		t.Fatalf("%d events, %v", len(events), err)
+	}
+	for i, e := range events {
+		if e.TokensIn != calls[i].tokensIn {
+			t.Fatalf("event %d is call %d's? tokens %d, want %d", i, i, e.TokensIn, calls[i].tokensIn)
+		}
+	}
+}
+
 // holdWriter holds the store's single writer, as a slow fsync would, until
 // the returned function is called: every write transaction waits.
 func holdWriter(h *Handler) (release func()) {

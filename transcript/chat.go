@@ -81,6 +81,15 @@ func (t *Transcript) readElements(arr string, i int, message func(m *Message, re
 		if err != nil {
 			return len(rest)
 		}
+		if n := len(t.Messages); n == cap(t.Messages) && n > 0 && off > 0 {
+			// Room for the rest of arr at the messages' average size so
+			// far, not append's doubling: a Message is 160 bytes, and
+			// doubling a slice sized one per kilobyte cost a fifth of a
+			// 100 KB body.
+			grown := make([]Message, n, n+(len(arr)-off)*n/off+n/8+4)
+			copy(grown, t.Messages)
+			t.Messages = grown
+		}
 		t.Messages = append(t.Messages, Message{Index: len(t.Messages)})
 		m := &t.Messages[len(t.Messages)-1]
 		var n int

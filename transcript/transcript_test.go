@@ -360,3 +360,39 @@ func FuzzTextEnds(f *testing.F) {
 		}
 	})
 }
+
+// TestMessagesSizedToTheirCount: a messages array longer than the first
+// estimate (one message a KB) grows to about what the rest of it holds,
+// not to append's double, parsed whole or through the cache.
+func TestMessagesSizedToTheirCount(t *testing.T) {
+	body := func(n int) []byte {
+		var b bytes.Buffer
+		b.WriteString(`{"model":"m","messages":[{"role":"system","content":"s"}`)
+		for i := range n {
+			fmt.Fprintf(&b, `,{"role":"user","content":"%d %s"}`, i, strings.Repeat("x", 880))
+		}
+		b.WriteString(`]}`)
+		return b.Bytes()
+	}
+	check := func(how string, tr *Transcript, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tr.Messages); cap(tr.Messages) > n+n/4+8 {
+			t.Errorf("%s: %d messages in a slice of %d", how, n, cap(tr.Messages))
+		}
+	}
+	whole, err := Parse(OpenAIChat, body(130), Hints{})
+	check("parsed whole", whole, err)
+	c := NewCache(64 << 20)
+	_, err = c.Parse("s", OpenAIChat, body(60), Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.Parse("s", OpenAIChat, body(200), Hints{})
+	check("through the cache", next, err)
+	if next.reused == 0 {
+		t.Fatal("the cache did not take over the earlier messages")
+	}
+}

@@ -46,9 +46,9 @@ type group struct {
 // Queue gives fn its place in the store's commit order and returns a
 // function that waits for it to commit and returns its error. A write
 // queued after Queue returns commits after fn: later in the same
-// transaction or in a later one. A write queued while no commit is under
-// way commits at once; one queued during a commit joins the writes that
-// gather for the window.
+// transaction or in a later one. A write queued while the store is idle
+// commits at once; otherwise it joins the writes gathering for the window
+// (opened by the first write queued during a commit).
 //
 // fn may run more than once (when another write of its transaction fails,
 // the others run again without it) and must only modify what it writes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/transcript"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The proxy writes within one transaction per call (Tx) and reads frozen
@@ -180,6 +181,71 @@ func TestQueueLeavesOutAFailedWrite(t *testing.T) {
 	for id, want := range map[string]bool{"ses_ok1": true, "ses_ok2": true, "ses_failed": false, "ses_panics": false} {
 		if _, found, err := s.Session(id); err != nil || found != want {
 			t.Errorf("session %s stored %v (%v), want %v", id, found, err, want)
+		}
+	}
+}
+
+// TestQueueKeepsEachWritersOrder: writers queueing at once, each its own
+// chain of writes (some failing), see every chain committed in order: each
+// write finds the last successful write of its chain before it, and every
+// successful write is stored.
+func TestQueueKeepsEachWritersOrder(t *testing.T) {
+	s := openTest(t, Options{})
+	s.commits.window, s.commits.max = time.Millisecond, 16
+	errFails := errors.New("fails")
+	const writers, writes = 8, 150
+	fails := func(i int) bool { return i%7 == 3 }
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			key := fmt.Appendf(nil, "chain_%d", g)
+			var waits []func() error
+			last := -1 // the last write of the chain that commits
+			for i := range writes {
+				want := last
+				waits = append(waits, s.Queue(func(w *Tx) error {
+					b, err := w.tx.CreateBucketIfNotExists([]byte("test_chains"))
+					if err != nil {
+						return err
+					}
+					got := -1
+					if v := b.Get(key); v != nil {
+						fmt.Sscan(string(v), &got)
+					}
+					if got != want {
+						return fmt.Errorf("write %d of chain %d found %d before it, want %d", i, g, got, want)
+					}
+					if fails(i) {
+						return errFails
+					}
+					return b.Put(key, fmt.Append(nil, i))
+				}))
+				if !fails(i) {
+					last = i
+				}
+				if i%25 == 0 { // sometimes wait, so that chains drift apart
+					if err := waits[len(waits)-1](); err != nil && !errors.Is(err, errFails) {
+						t.Error(err)
+						return
+					}
+				}
+			}
+			for i, wait := range waits {
+				if err := wait(); err != nil && !(fails(i) && errors.Is(err, errFails)) {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for g := range writers {
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			if v := string(tx.Bucket([]byte("test_chains")).Get(fmt.Appendf(nil, "chain_%d", g))); v != fmt.Sprint(writes-1) {
+				t.Errorf("chain %d ends at %q, want %d", g, v, writes-1)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

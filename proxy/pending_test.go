@@ -404,7 +404,7 @@ func holdWriter(h *Handler) (release func()) {
 	held, done := make(chan struct{}), make(chan struct{})
 	go h.store.Update(func(*memory.Tx) error {
 		select {
-		case <-held: // bbolt's Batch may run this twice
+		case <-held: // a queued write may run twice (memory.Store.Queue)
 		default:
 			close(held)
 		}

@@ -70,10 +70,7 @@ func (s *Store) Queue(fn func(*Tx) error) (wait func() error) {
 	g.fns = append(g.fns, func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) })
 	if !start && len(g.fns) >= c.max && !g.due {
 		g.timer.Stop()
-		g.due = true
-		if !c.busy {
-			c.gathering, c.busy, start = nil, true, true
-		}
+		start = c.ripen(g)
 	}
 	c.mu.Unlock()
 	if start {
@@ -99,15 +96,22 @@ func (s *Store) Update(fn func(*Tx) error) error {
 func (s *Store) due(g *group) {
 	c := &s.commits
 	c.mu.Lock()
-	g.due = true
-	start := c.gathering == g && !c.busy
-	if start {
-		c.gathering, c.busy = nil, true
-	}
+	start := c.ripen(g)
 	c.mu.Unlock()
 	if start {
 		s.commit(g)
 	}
+}
+
+// ripen marks g due and, when it is still gathering and no commit is under
+// way, takes it to commit (start); c.mu is held.
+func (c *commits) ripen(g *group) (start bool) {
+	g.due = true
+	if c.gathering != g || c.busy {
+		return false
+	}
+	c.gathering, c.busy = nil, true
+	return true
 }
 
 // commit commits g, then every group that became due meanwhile. A

@@ -44,7 +44,7 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 			for _, s := range skips {
 				t.Logf("import: %s", s)
 			}
-			calls := chattest.Replay("You are a coding agent.", tr)
+			calls := chat.Replay("You are a coding agent.", tr.Turns)
 			if len(calls) == 0 {
 				t.Fatal("no calls")
 			}
@@ -52,6 +52,9 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 			var h chattest.History
 			requests, fallbacks := 0, 0
 			for _, c := range calls {
+				if c.Response.Role == "" {
+					continue // a turn with no recorded answer
+				}
 				h.Add(c.Messages[h.Len():]...)
 				_, p := st.route(t, r, h.Body(), router.Options{})
 				for i, d := range p.Turns {

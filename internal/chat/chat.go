@@ -46,3 +46,42 @@ type Turn struct {
 	Request  string
 	Messages []Message
 }
+
+// ModelCall is one model call of a replayed session: the full history the
+// harness sends and the recorded assistant message answering it.
+type ModelCall struct {
+	Index    int // counts the calls from 0
+	Step     int // the turn's index
+	Messages []Message
+	// Response is the recorded answer; the zero Message when the turn has
+	// no assistant message (a real log's turn the model never answered, an
+	// aider command): the call is then the turn's request alone, so that
+	// every turn is seen once.
+	Response Message
+}
+
+// Replay lays turns out as the model calls of one session, as a harness
+// sends them: the system prompt, each turn's request, and the turn's
+// messages; a call ends before each assistant message, which is its
+// Response, and a turn without one still makes one call. Calls share
+// backing arrays; do not modify elements.
+func Replay(system string, turns []Turn) []ModelCall {
+	history := []Message{{Role: RoleSystem, Content: system}}
+	var calls []ModelCall
+	for i, turn := range turns {
+		history = append(history, Message{Role: RoleUser, Content: turn.Request})
+		n := len(calls)
+		for _, m := range turn.Messages {
+			if m.Role == RoleAssistant {
+				calls = append(calls, ModelCall{Index: len(calls), Step: i,
+					Messages: history[:len(history):len(history)], Response: m})
+			}
+			history = append(history, m)
+		}
+		if len(calls) == n {
+			at := len(history) - len(turn.Messages) // up to the turn's request
+			calls = append(calls, ModelCall{Index: len(calls), Step: i, Messages: history[:at:at]})
+		}
+	}
+	return calls
+}

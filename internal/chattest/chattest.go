@@ -137,35 +137,6 @@ func Requests(body []byte) []string {
 	return out
 }
 
-// ModelCall is one model call of a replayed trajectory: the full history the
-// harness sends and the recorded assistant message answering it.
-type ModelCall struct {
-	Index    int // counts the calls from 0
-	Step     int // the turn's index
-	Messages []chat.Message
-	Response chat.Message
-}
-
-// Replay lays a trajectory out as the model calls of one session, as a
-// harness sends them: the system prompt, each turn's request, and the turn's
-// messages; a call ends before each assistant message, which is its
-// Response. Calls share backing arrays; do not modify elements.
-func Replay(system string, tr *chat.Trajectory) []ModelCall {
-	history := []chat.Message{System(system)}
-	var calls []ModelCall
-	for i, turn := range tr.Turns {
-		history = append(history, User(turn.Request))
-		for _, m := range turn.Messages {
-			if m.Role == chat.RoleAssistant {
-				calls = append(calls, ModelCall{Index: len(calls), Step: i,
-					Messages: history[:len(history):len(history)], Response: m})
-			}
-			history = append(history, m)
-		}
-	}
-	return calls
-}
-
 // SharedData returns the path of rel under the shared data set (shared/data
 // beside the repository, as CI clones it), skipping the test when it is
 // absent; under CI=true its absence fails the test.

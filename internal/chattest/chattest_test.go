@@ -1,7 +1,6 @@
 package chattest
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
@@ -34,22 +33,4 @@ func TestBodies(t *testing.T) {
 		t.Fatal("OpenCodeBody does not keep the capture around the messages")
 	}
 	Parse(t, oc)
-}
-
-func TestReplay(t *testing.T) {
-	tr := &chat.Trajectory{Task: "x", Turns: []chat.Turn{
-		{Request: "one", Messages: []chat.Message{ToolCall("c1", "bash", "{}"), ToolResult("c1", "ok"), Assistant("done")}},
-		{Request: "two", Messages: []chat.Message{Assistant("sure")}},
-	}}
-	calls := Replay("sys", tr)
-	if len(calls) != 3 {
-		t.Fatalf("%d calls", len(calls))
-	}
-	var got []string
-	for _, c := range calls {
-		got = append(got, c.Messages[len(c.Messages)-1].Role+":"+c.Response.Content)
-	}
-	if s := strings.Join(got, " "); s != "user: tool:done user:sure" || calls[2].Step != 1 || len(calls[2].Messages) != 6 {
-		t.Fatalf("calls %s, step %d", s, calls[2].Step)
-	}
 }

@@ -55,16 +55,25 @@ type claudeBlock struct {
 // skipped.
 func ReadClaudeCode(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var raw struct {
-		SessionID string `json:"session_id"`
-		Messages  []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		SessionID string          `json:"session_id"`
+		Messages  []claudeMessage `json:"messages"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, nil, fmt.Errorf("%s: not a Claude Code session: %w", source, err)
 	}
-	var skips []Skip
+	return claudeTrajectory(raw.Messages, nil, source, task)
+}
+
+// claudeMessage is one message of a Claude Code session: content a string
+// or Anthropic content blocks.
+type claudeMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// claudeTrajectory converts a session's messages (see ReadClaudeCode);
+// skips holds what was skipped before.
+func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (*chat.Trajectory, []Skip, error) {
 	skip := func(i int, reason string) {
 		skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("messages[%d]", i), Reason: reason})
 	}
@@ -72,7 +81,7 @@ func ReadClaudeCode(b []byte, source, task string) (*chat.Trajectory, []Skip, er
 	var turn *chat.Turn
 	var asst *chat.Message // the assistant message being merged, while entries stay assistant
 	var files []string
-	for i, m := range raw.Messages {
+	for i, m := range msgs {
 		if text, err := contentText(m.Content); err == nil {
 			if m.Role == chat.RoleUser {
 				tr.Turns = append(tr.Turns, chat.Turn{Request: text})

@@ -84,3 +84,23 @@ func FuzzReadClaudeCode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadClaudeCodeLog: any bytes read as a Claude Code log neither panic
+// nor leave a tool call unanswered.
+func FuzzReadClaudeCodeLog(f *testing.F) {
+	f.Add([]byte(`{"type":"user","cwd":"/x","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"ls"}}]}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x"},{"type":"text","text":"more"}]}}`))
+	f.Add([]byte("{}\n\n[1]\n{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"image\"}]}}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, _, err := ReadClaudeCodeLog(b, "fuzz", "fuzz")
+		if err != nil {
+			return
+		}
+		for i, turn := range tr.Turns {
+			if err := ValidateMessages(turn.Messages); err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+		}
+	})
+}

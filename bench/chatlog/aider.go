@@ -1,0 +1,246 @@
+package chatlog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+)
+
+// aiderStart opens each session of an aider history file.
+const aiderStart = "# aider chat started at"
+
+// aiderSessions splits an aider history file into its sessions, each from
+// its start line; a file with at most one is itself.
+func aiderSessions(text string) []string {
+	var starts []int
+	for i := 0; i < len(text); {
+		if strings.HasPrefix(text[i:], aiderStart) {
+			starts = append(starts, i)
+		}
+		nl := strings.IndexByte(text[i:], '\n')
+		if nl < 0 {
+			break
+		}
+		i += nl + 1
+	}
+	if len(starts) <= 1 {
+		return []string{text}
+	}
+	out := make([]string, len(starts))
+	for k, s := range starts {
+		end := len(text)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		out[k] = text[s:end]
+	}
+	return out
+}
+
+// aiderUser reports whether a line is a user line: aider writes "#### "
+// and the text with two trailing spaces (a markdown hard break), which the
+// replies' own "#### " headings lack.
+func aiderUser(ln string) bool {
+	return strings.HasPrefix(ln, "#### ") && strings.HasSuffix(ln, "  ")
+}
+
+// parseAider reads an aider chat history: each run of user lines is a
+// message (the lines without "#### " and the trailing spaces, joined by
+// newlines); the lines up to the next message are its reply.
+func parseAider(text, workdir string) []chat.Turn {
+	lines := strings.Split(text, "\n")
+	for i, ln := range lines {
+		lines[i] = strings.TrimSuffix(ln, "\r")
+	}
+	var turns []chat.Turn
+	ids := 0
+	var reply []string
+	flush := func() {
+		if len(turns) > 0 {
+			turns[len(turns)-1].Messages = aiderReply(reply, newWork(workdir, &ids))
+		}
+		reply = nil
+	}
+	for i := 0; i < len(lines); {
+		if !aiderUser(lines[i]) {
+			if !strings.HasPrefix(lines[i], aiderStart) {
+				reply = append(reply, lines[i])
+			}
+			i++
+			continue
+		}
+		flush()
+		var msg []string
+		for ; i < len(lines) && aiderUser(lines[i]); i++ {
+			msg = append(msg, strings.TrimSuffix(lines[i][len("#### "):], "  "))
+		}
+		turns = append(turns, chat.Turn{Request: strings.TrimSpace(strings.Join(msg, "\n"))})
+	}
+	flush()
+	return turns
+}
+
+// aiderReply converts a reply: aider's own output ("> " lines) says which
+// edits landed and which shell commands ran; the rest is the model's text,
+// whose SEARCH/REPLACE blocks (and whole files aider says it edited)
+// become edit and write calls. Shell runs come after the text, as aider
+// runs them once the reply is done.
+func aiderReply(lines []string, w *work) []chat.Message {
+	var prose []string
+	applied := map[string]bool{}
+	type run struct{ cmd, added string }
+	var runs []run
+	for _, ln := range lines {
+		out, ok := strings.CutPrefix(ln, "> ")
+		if !ok && ln != ">" {
+			prose = append(prose, ln)
+			continue
+		}
+		out = strings.TrimSpace(out)
+		switch {
+		case strings.HasPrefix(out, "Applied edit to "):
+			applied[w.abs(strings.TrimPrefix(out, "Applied edit to "))] = true
+		case strings.HasPrefix(out, "Running "):
+			runs = append(runs, run{cmd: strings.TrimPrefix(out, "Running ")})
+		case strings.HasPrefix(out, "Added ") && strings.HasSuffix(out, " of output to the chat.") && len(runs) > 0:
+			runs[len(runs)-1].added = strings.TrimSuffix(strings.TrimPrefix(out, "Added "), " of output to the chat.")
+		}
+	}
+	var text []string
+	for i := 0; i < len(prose); i++ {
+		if !strings.HasPrefix(prose[i], "```") {
+			text = append(text, prose[i])
+			continue
+		}
+		end := fenceEnd(prose, i+1)
+		body := prose[i+1 : end]
+		named := ""
+		if len(text) > 0 {
+			named = fileName(text[len(text)-1])
+		}
+		edits, usedName := searchReplace(body, named)
+		if len(edits) == 0 && named != "" && applied[w.abs(named)] {
+			edits, usedName = []edit{{file: named, replace: strings.Join(body, "\n") + "\n", whole: true}}, true
+		}
+		if len(edits) == 0 {
+			text = append(text, prose[i:min(end+1, len(prose))]...)
+			i = end
+			continue
+		}
+		if usedName {
+			text = text[:len(text)-1]
+		}
+		w.say(strings.Join(text, "\n"))
+		text = nil
+		for _, e := range edits {
+			file := w.abs(e.file)
+			result := "(the log does not confirm this edit)"
+			if applied[file] {
+				result = "Applied edit to " + e.file
+			}
+			switch {
+			case e.whole || e.search == "":
+				w.call("write", map[string]any{"filePath": file, "content": e.replace}, result)
+			default:
+				w.call("edit", map[string]any{"filePath": file, "oldString": e.search, "newString": e.replace}, result)
+			}
+		}
+		i = end
+	}
+	w.say(strings.Join(text, "\n"))
+	for _, r := range runs {
+		result := "(aider's log does not keep this command's output)"
+		if r.added != "" {
+			result = fmt.Sprintf("(aider's log does not keep this command's output; %s of it were added to the chat)", r.added)
+		}
+		w.call("bash", map[string]any{"command": r.cmd}, result)
+	}
+	return w.messages()
+}
+
+// fenceEnd returns the index of the line closing the fence whose body
+// starts at from (len(lines) when none does). Inside a SEARCH/REPLACE
+// block a fence line is the edited file's own (a README's code block).
+func fenceEnd(lines []string, from int) int {
+	block := false
+	for i := from; i < len(lines); i++ {
+		switch {
+		case strings.HasPrefix(lines[i], "<<<<<<< SEARCH"):
+			block = true
+		case strings.HasPrefix(lines[i], ">>>>>>> REPLACE"):
+			block = false
+		case !block && strings.TrimSpace(lines[i]) == "```":
+			return i
+		}
+	}
+	return len(lines)
+}
+
+// edit is one SEARCH/REPLACE block, or a whole file.
+type edit struct {
+	file, search, replace string
+	whole                 bool
+}
+
+// searchReplace reads the SEARCH/REPLACE blocks of a fence's body, named
+// the file the line before the fence names, or (aider's diff-fenced
+// format) a file-name line inside the fence. It reports whether an edit
+// took its file from named.
+func searchReplace(body []string, named string) ([]edit, bool) {
+	var out []edit
+	usedName := false
+	file := ""
+	var cur *edit
+	var search, replace []string
+	state := 0 // 0 outside a block, 1 in SEARCH, 2 in REPLACE
+	for _, ln := range body {
+		switch {
+		case state == 0 && strings.HasPrefix(ln, "<<<<<<< SEARCH"):
+			f := file
+			if f == "" {
+				f, usedName = named, named != ""
+			}
+			if f == "" {
+				return nil, false // no file to edit: leave the block as text
+			}
+			cur, search, replace, state = &edit{file: f}, nil, nil, 1
+		case state == 0:
+			if f := fileName(ln); f != "" {
+				file = f
+			}
+		case state == 1 && strings.HasPrefix(ln, "======="):
+			state = 2
+		case state == 1:
+			search = append(search, ln)
+		case state == 2 && strings.HasPrefix(ln, ">>>>>>> REPLACE"):
+			cur.search, cur.replace = joinLines(search), joinLines(replace)
+			out = append(out, *cur)
+			state = 0
+		case state == 2:
+			replace = append(replace, ln)
+		}
+	}
+	return out, usedName
+}
+
+// joinLines joins lines as the file holds them, each ended by a newline.
+func joinLines(ls []string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}
+
+// fileName is the file a line names when it is only a file name (aider
+// writes it alone, sometimes in backticks or bold), else "".
+func fileName(ln string) string {
+	s := strings.Trim(strings.TrimSpace(ln), "`*")
+	if s == "" || len(s) > 200 || strings.ContainsAny(s, " \t<>|\"'") || strings.HasSuffix(s, ":") || strings.HasSuffix(s, ".") {
+		return ""
+	}
+	if !strings.ContainsAny(s, "./\\") {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,268 @@
+package chatlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/rcm-dev/rcm/bench/trajectory"
+	"github.com/rcm-dev/rcm/internal/chat"
+)
+
+// Formats of the logs Read understands.
+const (
+	FormatAider      = "aider"
+	FormatSpecStory  = "specstory"
+	FormatClaudeCode = "claude-code"
+)
+
+// Session is one real session log laid out as the turns a harness would
+// have sent.
+type Session struct {
+	Name   string // the log's base name without extension ("011")
+	Format string // FormatAider, FormatSpecStory or FormatClaudeCode
+	// Workdir is where the harness runs: the log's own cwd when it has
+	// one, else "/home/user/" + the repository's name (from the label's
+	// source.repo, else "project").
+	Workdir string
+	// Turns holds one turn per user message, in order. Request is the
+	// message as the format's parsing rules define it (see the package
+	// doc); Messages the assistant's work as OpenCode would send it.
+	Turns []chat.Turn
+	// Labels holds one label per turn when a label file was found, else
+	// nil.
+	Labels []Label
+	Repo   string // the label's source.repo; "" without labels
+}
+
+// Label is what a person judged one turn to be (testdata/real-sessions'
+// README): its task (T1, T2, ... in order of first appearance), its kind
+// (new, continue, return or meta), the earlier tasks whose conversation it
+// needs, and why.
+type Label struct {
+	Task  string   `json:"task"`
+	Kind  string   `json:"kind"`
+	Needs []string `json:"needs"`
+	Note  string   `json:"note"`
+}
+
+// Label kinds.
+const (
+	KindNew      = "new"
+	KindContinue = "continue"
+	KindReturn   = "return"
+	KindMeta     = "meta"
+)
+
+// labelFile is a labels/NNN.json file.
+type labelFile struct {
+	Source struct {
+		Repo   string `json:"repo"`
+		Format string `json:"format"`
+	} `json:"source"`
+	Turns []struct {
+		Prefix string `json:"user_prefix"`
+		Label
+	} `json:"turns"`
+}
+
+// prefixLen is how many characters of a trimmed message a label quotes.
+const prefixLen = 60
+
+// Prefix is the part of a request a label quotes: its first 60 characters
+// after leading and trailing white space are removed.
+func Prefix(request string) string {
+	r := []rune(strings.TrimSpace(request))
+	return string(r[:min(len(r), prefixLen)])
+}
+
+// Read reads a log file, or every log under a directory: a corpus
+// directory (raw/ beside labels/, as testdata/real-sessions), a directory
+// of logs, a project's .specstory/history or a ~/.claude/projects
+// directory. A log's labels are looked up beside it: LABELS/NAME.json
+// where LABELS is labels/ in the log's directory or in its parent, or
+// NAME.json in the log's directory. A label file whose number of turns or
+// prefixes disagree with the parsed messages is an error naming the
+// session and turn. Sessions come sorted by path.
+func Read(p string) ([]Session, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("chatlog: %w", err)
+	}
+	if !info.IsDir() {
+		return readFile(p)
+	}
+	var files []string
+	err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "labels" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(f); ext == ".md" || ext == ".jsonl" {
+			files = append(files, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chatlog: %w", err)
+	}
+	var out []Session
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("chatlog: %w", err)
+		}
+		if detect(f, b) == "" {
+			continue // a README, notes
+		}
+		ss, err := readFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("chatlog: %s: no aider, SpecStory or Claude Code log", p)
+	}
+	return out, nil
+}
+
+// aiderHeader is aider's session start line.
+var aiderHeader = regexp.MustCompile(`(?m)^` + aiderStart)
+
+// detect names the format of a log from its name and content, "" when it
+// is none Read knows.
+func detect(name string, b []byte) string {
+	switch {
+	case filepath.Ext(name) == ".jsonl":
+		return FormatClaudeCode
+	case aiderHeader.Match(b):
+		return FormatAider
+	case specUser.Match(b):
+		return FormatSpecStory
+	}
+	return ""
+}
+
+// readFile reads one log and its labels. An aider file holding several
+// sessions (one per "# aider chat started at" line) and no labels is one
+// Session per session, named NAME-1, NAME-2, ...
+func readFile(f string) ([]Session, error) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("chatlog: %w", err)
+	}
+	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+	name = strings.TrimSuffix(name, ".chat.history") // aider's .aider.chat.history.md
+	labels, err := readLabels(f, name)
+	if err != nil {
+		return nil, err
+	}
+	format := detect(f, b)
+	if labels != nil && labels.Source.Format != "" {
+		format = labels.Source.Format
+	}
+	text := string(b)
+	var ss []Session
+	switch format {
+	case FormatAider:
+		parts := []string{text}
+		if labels == nil {
+			parts = aiderSessions(text)
+		}
+		for i, part := range parts {
+			s := Session{Name: name, Format: format}
+			if len(parts) > 1 {
+				s.Name = fmt.Sprintf("%s-%d", name, i+1)
+			}
+			s.Workdir = workdir(labels)
+			s.Turns = parseAider(part, s.Workdir)
+			ss = append(ss, s)
+		}
+	case FormatSpecStory:
+		s := Session{Name: name, Format: format, Workdir: workdir(labels)}
+		s.Turns = parseSpecStory(text, s.Workdir)
+		ss = append(ss, s)
+	case FormatClaudeCode:
+		tr, _, err := trajectory.ReadClaudeCodeLog(b, f, name)
+		if err != nil {
+			return nil, fmt.Errorf("chatlog: %w", err)
+		}
+		s := Session{Name: name, Format: format, Workdir: tr.Workdir, Turns: tr.Turns}
+		if s.Workdir == "" {
+			s.Workdir = workdir(labels)
+		}
+		ss = append(ss, s)
+	default:
+		return nil, fmt.Errorf("chatlog: %s: format %q: want aider, specstory or claude-code", f, format)
+	}
+	if labels == nil {
+		return ss, nil
+	}
+	s := &ss[0]
+	s.Repo = labels.Source.Repo
+	if len(labels.Turns) != len(s.Turns) {
+		return nil, fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))
+	}
+	for i, t := range labels.Turns {
+		if got := Prefix(s.Turns[i].Request); got != t.Prefix {
+			return nil, fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)
+		}
+		s.Labels = append(s.Labels, t.Label)
+	}
+	return ss, nil
+}
+
+// readLabels returns the label file of the log f named name, nil when it
+// has none.
+func readLabels(f, name string) (*labelFile, error) {
+	dir := filepath.Dir(f)
+	for _, p := range []string{
+		filepath.Join(dir, "labels", name+".json"),
+		filepath.Join(filepath.Dir(dir), "labels", name+".json"),
+		filepath.Join(dir, name+".json"),
+	} {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chatlog: %w", err)
+		}
+		var l labelFile
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, fmt.Errorf("chatlog: %s: %w", p, err)
+		}
+		return &l, nil
+	}
+	return nil, nil
+}
+
+// workdir is where a session without a cwd of its own ran: the
+// repository's name under /home/user.
+func workdir(l *labelFile) string {
+	name := "project"
+	if l != nil && l.Source.Repo != "" {
+		name = path.Base(l.Source.Repo)
+	}
+	return "/home/user/" + name
+}
+
+// Calls lays the session out as its model calls, each the system prompt,
+// the full history so far and the recorded assistant message answering it
+// (see chat.Replay: a turn with no answer makes one call with an empty
+// Response).
+func (s *Session) Calls(system string) []chat.ModelCall {
+	return chat.Replay(system, s.Turns)
+}

@@ -1,0 +1,251 @@
+package chatlog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/rcm-dev/rcm/bench/trajectory"
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/tidwall/gjson"
+)
+
+// corpus is testdata/real-sessions, the repository's labelled corpus.
+func corpus(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "real-sessions")
+}
+
+// TestCorpus reads every session of testdata/real-sessions: each parses
+// with its labels (Read checks their count and prefixes), and every turn's
+// tool calls are answered.
+func TestCorpus(t *testing.T) {
+	ss, err := Read(corpus(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 14 {
+		t.Fatalf("%d sessions, want 14", len(ss))
+	}
+	turns, calls := 0, map[string]int{}
+	for _, s := range ss {
+		if len(s.Labels) != len(s.Turns) || s.Repo == "" {
+			t.Errorf("%s: %d labels for %d turns, repo %q", s.Name, len(s.Labels), len(s.Turns), s.Repo)
+		}
+		turns += len(s.Turns)
+		for i, turn := range s.Turns {
+			if err := trajectory.ValidateMessages(turn.Messages); err != nil {
+				t.Errorf("%s: turn %d: %v", s.Name, i+1, err)
+			}
+			for _, m := range turn.Messages {
+				for _, c := range m.ToolCalls {
+					calls[c.Function.Name]++
+				}
+			}
+		}
+	}
+	if turns != 139 {
+		t.Errorf("%d turns, want 139", turns)
+	}
+	t.Logf("tool calls: %v", calls)
+}
+
+// summary is a turn's messages in short: role, then each tool call's name
+// and path or command.
+func summary(ms []chat.Message) string {
+	var parts []string
+	for _, m := range ms {
+		s := m.Role
+		for _, c := range m.ToolCalls {
+			args := gjson.Parse(c.Function.Arguments)
+			s += " " + c.Function.Name + ":" + args.Get("filePath").String() + args.Get("command").String()
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " | ")
+}
+
+func TestAider(t *testing.T) {
+	// Snippets of testdata/real-sessions: 011's opening (a message with a
+	// blank line, a SEARCH/REPLACE creation, a README's "#### Windows"
+	// heading), 006's shell runs, 002's whole-file edit.
+	log := "# aider chat started at 2025-01-14 11:56:56\n\n" +
+		"> Aider v0.71.0  \n\n" +
+		"#### Description: Create a tool to log and categorize expenses.  \n####   \n#### Libraries: csv, datetime.  \n\n" +
+		"I'll create these files:\n\nexpense_tracker.py\n```python\n<<<<<<< SEARCH\n=======\nimport csv\n>>>>>>> REPLACE\n```\n\n" +
+		"README.md\n```markdown\n<<<<<<< SEARCH\n=======\n# Expense Tracker\n#### Windows\n```bash\npython main.py\n```\n>>>>>>> REPLACE\n```\n\n" +
+		"> Applied edit to expense_tracker.py  \n> Applied edit to README.md  \n\n" +
+		"#### revert commit  \n\nYou can revert the last commit with:\n\n```bash\ngit revert a8efc60\n```\n\n" +
+		"> git revert a8efc60  \n> Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: y  \n> Running git revert a8efc60  \n" +
+		"> Add command output to the chat? (Y)es/(N)o/(D)on't ask again [Yes]: y  \n> Added 12 lines of output to the chat.  \n\n" +
+		"#### /add src\\component\\App.js  \n> Added src\\component\\App.js to the chat  \n\n" +
+		"#### add a clear button  \n\nsrc\\component\\App.js\n```\nimport React from \"react\";\n```\n\nThis adds a button.\n\n> Applied edit to src\\component\\App.js  \n"
+	turns := parseAider(log, "/home/user/calc")
+	want := []struct{ request, summary string }{
+		{"Description: Create a tool to log and categorize expenses.\n\nLibraries: csv, datetime.",
+			"assistant write:/home/user/calc/expense_tracker.py write:/home/user/calc/README.md | tool | tool"},
+		{"revert commit", "assistant bash:git revert a8efc60 | tool"},
+		{`/add src\component\App.js`, ""},
+		{"add a clear button", "assistant write:/home/user/calc/src/component/App.js | tool | assistant"},
+	}
+	if len(turns) != len(want) {
+		t.Fatalf("%d turns, want %d: %+v", len(turns), len(want), turns)
+	}
+	for i, w := range want {
+		if turns[i].Request != w.request || summary(turns[i].Messages) != w.summary {
+			t.Errorf("turn %d: %q: %s\nwant %q: %s", i+1, turns[i].Request, summary(turns[i].Messages), w.request, w.summary)
+		}
+	}
+	readme := gjson.Get(turns[0].Messages[0].ToolCalls[1].Function.Arguments, "content").String()
+	if readme != "# Expense Tracker\n#### Windows\n```bash\npython main.py\n```\n" {
+		t.Errorf("README content %q", readme)
+	}
+	if r := turns[1].Messages[1].Content; !strings.Contains(r, "12 lines") {
+		t.Errorf("shell result %q", r)
+	}
+	if got := aiderSessions("# aider chat started at 1\n#### a  \n# aider chat started at 2\n#### b  \n"); len(got) != 2 || got[1] != "# aider chat started at 2\n#### b  \n" {
+		t.Errorf("sessions %q", got)
+	}
+}
+
+func TestSpecStory(t *testing.T) {
+	// Snippets of 012 (v2: tool steps with commands, reads and diffs; steps
+	// with no text between them are one model step) and
+	// 003 (the old format's "_****_" steps and an unnamed diff), and 004's
+	// empty message (a screenshot alone).
+	log := "<!-- Generated by SpecStory -->\n\n# hola (2025-10-27 21:08Z)\n\n" +
+		"_**User (2025-10-27 21:14Z)**_\n\nlanza el jar del proyecto\n\n---\n\n_**Assistant (default)**_\n\n" +
+		"Te ayudo a lanzar el JAR.\n\n---\n\nTool use: **run_terminal_cmd**\n\n```bash\ncd /Users/german/englishGame && java -jar target/g.jar\n```\n\n```\nINFO Initializing\n```\n\n---\n\n" +
+		"Tool use: **read_file**\n\nRead file: /Users/german/englishGame/src/View.java\n\n---\n\n" +
+		"Tool use: **search_replace**\n\n\n<details><summary>Edit file: src/View.java</summary>\n\n```diff\n@@ -46,5 +46,5 @@\n          this.x = x;\n-         setTitle(\"Saved Words - Game\");\n+         setTitle(\"Saved Words\");\n```\n\n</details>\n\n---\n\n" +
+		"¡Perfecto!\n\n---\n\n" +
+		"_**User**_\n\n\n\n---\n\n_**Assistant**_\n\nI see a screenshot.\n\n_****_\n\n```diff\n- \n+ # plan\n```\n\n---\n\n" +
+		"_**User**_\n\nok\n\n---\n\n_**Assistant**_\n\n_**Assistant**_\n\nRead file: undefined\n"
+	turns := parseSpecStory(log, "/home/user/englishGame")
+	want := []struct{ request, summary string }{
+		{"lanza el jar del proyecto", "assistant bash:cd /Users/german/englishGame && java -jar target/g.jar read:/Users/german/englishGame/src/View.java edit:/home/user/englishGame/src/View.java | tool | tool | tool | assistant"},
+		{"", "assistant"},
+		{"ok", "assistant"},
+	}
+	if len(turns) != len(want) {
+		t.Fatalf("%d turns, want %d", len(turns), len(want))
+	}
+	for i, w := range want {
+		if turns[i].Request != w.request || summary(turns[i].Messages) != w.summary {
+			t.Errorf("turn %d: %q: %s\nwant %q: %s", i+1, turns[i].Request, summary(turns[i].Messages), w.request, w.summary)
+		}
+	}
+	ms := turns[0].Messages
+	if ms[1].Content != "INFO Initializing" || ms[0].Content != "Te ayudo a lanzar el JAR." {
+		t.Errorf("command step %q, output %q", ms[0].Content, ms[1].Content)
+	}
+	edit := gjson.Parse(ms[0].ToolCalls[2].Function.Arguments)
+	if edit.Get("oldString").String() != "        this.x = x;\n        setTitle(\"Saved Words - Game\");\n" ||
+		edit.Get("newString").String() != "        this.x = x;\n        setTitle(\"Saved Words\");\n" {
+		t.Errorf("edit %s", edit.Raw)
+	}
+}
+
+func TestClaudeCodeLog(t *testing.T) {
+	dir := t.TempDir()
+	log := `{"type":"summary","summary":"Fix login"}
+{"type":"user","cwd":"/home/ana/shop","message":{"role":"user","content":"fix the login redirect"}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Reading it."}]}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"/home/ana/shop/login.ts"}}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"export {}"}]}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Fixed."}]}}
+{"type":"user","isMeta":true,"message":{"role":"user","content":[{"type":"text","text":"<command-name>/clear</command-name>"}]}}
+not json
+{"type":"user","message":{"role":"user","content":[{"type":"image","source":{}},{"type":"text","text":"and this page"}]}}
+`
+	f := filepath.Join(dir, "5e1c.jsonl")
+	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	if len(ss) != 1 || s.Name != "5e1c" || s.Format != FormatClaudeCode || s.Workdir != "/home/ana/shop" || s.Labels != nil {
+		t.Fatalf("%+v", ss)
+	}
+	var reqs []string
+	for _, turn := range s.Turns {
+		reqs = append(reqs, turn.Request)
+	}
+	if strings.Join(reqs, "|") != "fix the login redirect|<command-name>/clear</command-name>|and this page" {
+		t.Errorf("requests %q", reqs)
+	}
+	if got := summary(s.Turns[0].Messages); got != "assistant read:/home/ana/shop/login.ts | tool | assistant" {
+		t.Errorf("turn 1: %s", got)
+	}
+	if calls := s.Calls("sys"); len(calls) != 4 || calls[2].Response.Role != "" {
+		t.Errorf("%d calls", len(calls))
+	}
+}
+
+// TestLabelMismatch: a label file that disagrees with the parse is an
+// error naming the session and turn.
+func TestLabelMismatch(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"raw", "labels"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("raw/021.md", "# aider chat started at 2025-01-01 10:00:00\n\n#### add a test  \n\nDone.\n\n#### and docs  \n\nDone.\n")
+	label := `{"source":{"repo":"eve/app","format":"aider"},"turns":[{"user_prefix":"add a test","task":"T1","kind":"new","needs":[]},{"user_prefix":%s,"task":"T1","kind":"continue","needs":["T1"]}]}`
+	write("labels/021.json", fmt.Sprintf(label, `"and docs"`))
+	ss, err := Read(dir)
+	if err != nil || len(ss) != 1 || ss[0].Workdir != "/home/user/app" || ss[0].Repo != "eve/app" || ss[0].Labels[1].Needs[0] != "T1" {
+		t.Fatalf("%+v, %v", ss, err)
+	}
+	write("labels/021.json", fmt.Sprintf(label, `"and the docs"`))
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "session 021: turn 2") {
+		t.Errorf("prefix mismatch: %v", err)
+	}
+	write("labels/021.json", `{"source":{"format":"aider"},"turns":[{"user_prefix":"add a test"}]}`)
+	if _, err := Read(filepath.Join(dir, "raw", "021.md")); err == nil || !strings.Contains(err.Error(), "session 021: 2 user messages parsed, 1 labelled") {
+		t.Errorf("count mismatch: %v", err)
+	}
+}
+
+// fuzzParse checks a parser never panics, yields no more turns than the
+// input has lines, and pairs every tool call with its result.
+func fuzzParse(f *testing.F, parse func(text, workdir string) []chat.Turn, seeds ...string) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		turns := parse(text, "/home/user/project")
+		if len(turns) > strings.Count(text, "\n")+1 {
+			t.Fatalf("%d turns from %d lines", len(turns), strings.Count(text, "\n")+1)
+		}
+		for i, turn := range turns {
+			if err := trajectory.ValidateMessages(turn.Messages); err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+		}
+	})
+}
+
+func FuzzAider(f *testing.F) {
+	fuzzParse(f, parseAider, "#### a  \n```\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n```\n> Running ls  \n",
+		"#### x  \nf.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n", "####  \n> Applied edit to a  \na\n```\n", "# aider chat started at\n#### \n")
+}
+
+func FuzzSpecStory(f *testing.F) {
+	fuzzParse(f, parseSpecStory, "_**User**_\nhi\n---\n_**Assistant**_\nTool use: **run_terminal_cmd**\n```bash\nls\n```\n",
+		"_**User (x)**_\n_**Agent (m, mode Agent)**_\n<details><summary>Edit file: a</summary>\n```diff\n-\n+x\n```\n---\nRead file: b\n",
+		"_**User**_\n---\n_****_\nTool use: **grep**\n<summary>Grep for \"x\" in y</summary>\n")
+}

@@ -1,0 +1,20 @@
+// Package chatlog reads real session logs that people keep of their work
+// with a coding agent, and lays each out as the turns a harness would have
+// sent (Session): aider's .aider.chat.history.md, SpecStory's
+// .specstory/history/*.md (Cursor and VS Code Copilot chats) and Claude
+// Code's session JSONL (~/.claude/projects/...). It owns the parsing rules
+// of those formats (which lines are a user message, testdata/real-sessions'
+// README) and the labels people write for them (labels/NNN.json), checked
+// against the parse.
+//
+// Each user message is a turn; the assistant's work becomes OpenCode's tool
+// calls, each paired with its result: edits and file writes as edit/write
+// with an absolute filePath under the session's Workdir, file reads as
+// read, shell runs as bash, and the reply text as an assistant message.
+//
+// Caveats: the markdown logs do not keep what tools returned (aider's shell
+// output, a read file's content); such results are a short placeholder
+// that says so. Aider's whole-file edits are told from plain code blocks
+// only when aider confirms the file was edited ("> Applied edit to").
+// Parsers never panic on outside input; what they cannot place stays text.
+package chatlog

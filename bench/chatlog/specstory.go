@@ -1,0 +1,218 @@
+package chatlog
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+)
+
+// SpecStory's markers: a user message opens at `_**User**_` (or with a
+// date), a reply at `_**Assistant ...**_` or `_**Agent (...)**_`.
+var (
+	specUser      = regexp.MustCompile(`(?m)^_\*\*User(?: \([^)]*\))?\*\*_[ \t]*\r?$`)
+	specAssistant = regexp.MustCompile(`^_\*\*(?:Assistant|Agent)\b.*\*\*_\s*$`)
+	specToolUse   = regexp.MustCompile(`^Tool use: \*\*([^*]+)\*\*`)
+	specEdit      = regexp.MustCompile(`<summary>Edit file: (.+?)</summary>`)
+	specGrep      = regexp.MustCompile(`<summary>Grep for "(.*)" in`)
+	specList      = regexp.MustCompile(`<summary>Listed directory (.+?) •`)
+	specSummary   = regexp.MustCompile(`<summary>(.+?)</summary>`)
+)
+
+// parseSpecStory reads a SpecStory export: a user message is the text
+// from its marker to the next assistant marker, without the "---" that
+// closes its block; the reply runs to the next user marker, several
+// assistant markers in a row being one reply.
+func parseSpecStory(text, workdir string) []chat.Turn {
+	lines := strings.Split(text, "\n")
+	for i, ln := range lines {
+		lines[i] = strings.TrimSuffix(ln, "\r")
+	}
+	var turns []chat.Turn
+	ids := 0
+	var cur []string
+	inUser := false
+	end := func() {
+		defer func() { cur = nil }()
+		if len(turns) == 0 {
+			return // the header
+		}
+		t := &turns[len(turns)-1]
+		if inUser {
+			t.Request = userText(cur)
+		} else {
+			t.Messages = specReply(cur, newWork(workdir, &ids))
+		}
+	}
+	for _, ln := range lines {
+		switch {
+		case specUser.MatchString(ln):
+			end()
+			turns = append(turns, chat.Turn{})
+			inUser = true
+		case specAssistant.MatchString(ln):
+			if inUser {
+				end()
+				inUser = false
+			}
+		default:
+			cur = append(cur, ln)
+		}
+	}
+	end()
+	return turns
+}
+
+// userText is a user block's text, trimmed, without the "---" lines that
+// separate it from the reply.
+func userText(lines []string) string {
+	s := strings.TrimSpace(strings.Join(lines, "\n"))
+	for strings.HasSuffix(s, "---") {
+		s = strings.TrimSpace(strings.TrimSuffix(s, "---"))
+	}
+	return s
+}
+
+// specReply converts a reply: its blocks, separated by "---" (and
+// "_****_" between the old format's tool steps), are text or a tool step.
+func specReply(lines []string, w *work) []chat.Message {
+	for _, b := range specBlocks(lines) {
+		if !specTool(b, w) {
+			w.say(strings.Join(b, "\n"))
+		}
+	}
+	return w.messages()
+}
+
+// specBlocks splits a reply at its separator lines outside code fences.
+func specBlocks(lines []string) [][]string {
+	var out [][]string
+	var cur []string
+	fence := false
+	for _, ln := range lines {
+		t := strings.TrimSpace(ln)
+		if strings.HasPrefix(t, "```") {
+			fence = !fence
+		}
+		if !fence && (t == "---" || t == "_****_") {
+			out = append(out, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, ln)
+	}
+	return append(out, cur)
+}
+
+// specTool adds the tool step a block shows, if it shows one: an edit
+// (with the diff's old and new lines), a file read, a terminal command
+// (with its output), a grep or directory listing, or another named tool.
+// A read of "undefined" (the old format's) or an unnamed step is text.
+func specTool(b []string, w *work) bool {
+	name := ""
+	rest := b
+	for i, ln := range b {
+		if strings.TrimSpace(ln) == "" {
+			continue
+		}
+		if m := specToolUse.FindStringSubmatch(ln); m != nil {
+			name, rest = m[1], b[i+1:]
+		}
+		break
+	}
+	body := strings.Join(rest, "\n")
+	if m := specEdit.FindStringSubmatch(body); m != nil {
+		old, neu := diffSides(fences(rest))
+		w.call("edit", map[string]any{"filePath": w.abs(m[1]), "oldString": old, "newString": neu}, "Edit applied.")
+		return true
+	}
+	for _, ln := range rest {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(ln), "Read file: "); ok && f != "undefined" {
+			w.call("read", map[string]any{"filePath": w.abs(f)}, "(the log does not keep the file's content)")
+			return true
+		}
+	}
+	if name == "" {
+		return false
+	}
+	out := strings.TrimSpace(body)
+	if out == "" {
+		out = "(no output recorded)"
+	}
+	switch fs := fences(rest); {
+	case name == "run_terminal_cmd" && len(fs) > 0:
+		res := "(no output recorded)"
+		if len(fs) > 1 {
+			res = fs[1]
+		}
+		w.call("bash", map[string]any{"command": strings.TrimSpace(fs[0])}, res)
+	case specGrep.MatchString(body):
+		w.call("grep", map[string]any{"pattern": specGrep.FindStringSubmatch(body)[1]}, out)
+	case specList.MatchString(body):
+		w.call("list", map[string]any{"path": w.abs(specList.FindStringSubmatch(body)[1])}, out)
+	default:
+		what := firstLine(out)
+		if m := specSummary.FindStringSubmatch(body); m != nil {
+			what = m[1]
+		}
+		tool := strings.ReplaceAll(name, "_", "") // todo_write -> todowrite, as OpenCode names its tools
+		if tool == "" {
+			tool = "tool"
+		}
+		w.call(tool, map[string]any{"description": what}, out)
+	}
+	return true
+}
+
+// fences returns the contents of a block's fenced code blocks.
+func fences(lines []string) []string {
+	var out []string
+	var cur []string
+	in := false
+	for _, ln := range lines {
+		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
+			if in {
+				out = append(out, strings.Join(cur, "\n"))
+			}
+			in, cur = !in, nil
+			continue
+		}
+		if in {
+			cur = append(cur, ln)
+		}
+	}
+	return out
+}
+
+// diffSides returns the old and new text of a SpecStory diff ("-", "+" and
+// " " lines, each marker followed by a space; "@@" hunk headers dropped).
+func diffSides(fs []string) (string, string) {
+	var old, neu []string
+	for _, f := range fs {
+		for ln := range strings.SplitSeq(f, "\n") {
+			if strings.HasPrefix(ln, "@@") || ln == "" {
+				continue
+			}
+			text := strings.TrimPrefix(ln[1:], " ")
+			switch ln[0] {
+			case '-':
+				old = append(old, text)
+			case '+':
+				neu = append(neu, text)
+			default:
+				old, neu = append(old, text), append(neu, text)
+			}
+		}
+	}
+	return joinLines(old), joinLines(neu)
+}
+
+// firstLine is a text's first non-empty line, at most 200 characters.
+func firstLine(s string) string {
+	for ln := range strings.SplitSeq(s, "\n") {
+		if r := []rune(strings.TrimSpace(ln)); len(r) > 0 {
+			return string(r[:min(len(r), 200)])
+		}
+	}
+	return ""
+}

@@ -1,0 +1,93 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+)
+
+// ReadClaudeCodeLog converts a session log as Claude Code writes it
+// (~/.claude/projects/PROJECT/SESSION.jsonl: one JSON object per line,
+// {"type": "user"|"assistant", "message": {role, content}, "cwd", ...})
+// into a Trajectory, as ReadClaudeCode converts its messages, with one
+// difference: every user line holding text is a request, whether its
+// content is a string or text blocks (joined by newlines, after the line's
+// tool results), so that harness artifacts Claude Code logs as user lines
+// (slash-command expansions, local-command caveats, "[Request interrupted
+// by user]") are requests too, as people labelling a log count them. Lines
+// of other types (summaries, snapshots, system notes) are not messages.
+// Workdir is the log's first cwd; without one, as ReadClaudeCode finds it.
+func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
+	var msgs []claudeMessage
+	var skips []Skip
+	cwd := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), len(b)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e struct {
+			Type    string        `json:"type"`
+			Cwd     string        `json:"cwd"`
+			Message claudeMessage `json:"message"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "not JSON: " + err.Error()})
+			continue
+		}
+		if cwd == "" {
+			cwd = e.Cwd
+		}
+		switch e.Type {
+		case chat.RoleAssistant:
+			msgs = append(msgs, e.Message)
+		case chat.RoleUser:
+			msgs = append(msgs, userLine(e.Message)...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, skips, fmt.Errorf("%s: %w", source, err)
+	}
+	tr, skips, err := claudeTrajectory(msgs, skips, source, task)
+	if err == nil && cwd != "" {
+		tr.Workdir = cwd
+	}
+	return tr, skips, err
+}
+
+// userLine splits a user line whose content blocks hold text into its
+// other blocks (tool results) and a request of the text.
+func userLine(m claudeMessage) []claudeMessage {
+	var blocks []claudeBlock
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return []claudeMessage{m}
+	}
+	var texts []string
+	var rest []claudeBlock
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			texts = append(texts, bl.Text)
+		case "image", "document":
+			// Attachments: the log keeps no text of them.
+		default:
+			rest = append(rest, bl)
+		}
+	}
+	var out []claudeMessage
+	if len(rest) > 0 {
+		raw, _ := json.Marshal(rest) // blocks decoded from JSON encode again
+		out = append(out, claudeMessage{Role: chat.RoleUser, Content: raw})
+	}
+	if len(texts) > 0 {
+		raw, _ := json.Marshal(strings.Join(texts, "\n"))
+		out = append(out, claudeMessage{Role: chat.RoleUser, Content: raw})
+	}
+	return out
+}

@@ -1,18 +1,12 @@
 package replay
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,120 +18,6 @@ import (
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 )
-
-// The tools array OpenCode 1.18.33 sent in a real capture
-// (testdata/opencode/first_agent_request.body.json): every replayed call
-// carries it, so bodies have a harness's real size and shape.
-//
-//go:embed opencode_tools.json
-var opencodeTools []byte
-
-// Options configure a replay. Zero values take the documented defaults.
-type Options struct {
-	// Proxy is the base URL of the running proxy (http://127.0.0.1:8787);
-	// calls go to Proxy + "/v1/chat/completions" (or "/v1/messages", see
-	// API). Required.
-	Proxy string
-	// Upstream is the scripted model the proxy forwards to: the driver
-	// queues the recorded reply before each call and takes what the
-	// upstream received after it. Required.
-	Upstream *scripted.Server
-	// Direct, when set, is the upstream's own base URL (".../v1"): the
-	// forwarded body of every fourth call is sent there too, and the
-	// proxy's overhead is the round trip through the proxy minus this
-	// direct one. Empty: overhead is not measured.
-	Direct string
-	// Modes to run. Default native, router, rcm.
-	Modes []string
-	// Thresholds to run router and rcm at (X-RCM-Threshold). Native does
-	// not depend on it: it runs once per session and is reported in every
-	// threshold's row. Default 0.5, 0.7, 0.8, 0.9, 1.0.
-	Thresholds []float64
-	// Concurrency is how many (session, mode, threshold) units run at once.
-	// Default 4 x GOMAXPROCS: a unit's calls are sequential and wait on the
-	// proxy's store, so more units than cores keep the cores busy.
-	Concurrency int
-	// Model is the body's "model". Default "bench".
-	Model string
-	// CompactionTail is the recent tail, in tokens, that the harness keeps
-	// verbatim and leaves out of the compaction call ending each S_switch
-	// replay (see CompactionBody). Default DefaultCompactionTail, OpenCode
-	// 1.18.33's; negative: none, the whole conversation is summarised.
-	CompactionTail int
-	// CachePrice is what a cached input token costs relative to an
-	// uncached one, in the prompt-cache cost (see Cost). Default
-	// DefaultCachePrice.
-	CachePrice float64
-	// Client sends the calls. Default: a client with its own transport.
-	Client *http.Client
-	// Progress, when set, is told of every finished call and unit.
-	Progress func(progress.Progress)
-	// API is what the calls speak: APIChat (default), APIMessages (the
-	// same histories as Anthropic Messages bodies sent to /v1/messages) or
-	// APIResponses (as OpenAI Responses input items sent to /v1/responses).
-	API string
-	// Render renders a task record as the proxy's inspector serves it
-	// (memory.Record's JSON) into the text rcm injects. When set, rcm
-	// mode reads the focus task's record after each focus turn of S_switch
-	// (record_bytes); nil: record sizes are not measured.
-	Render func(record json.RawMessage) (string, error)
-}
-
-// DefaultThresholds is what Options' zero Thresholds mean.
-var DefaultThresholds = []float64{0.5, 0.7, 0.8, 0.9, 1.0}
-
-func (o *Options) validate() error {
-	if o.Proxy == "" {
-		return errors.New("bench: replay: no proxy URL")
-	}
-	if o.Upstream == nil {
-		return errors.New("bench: replay: no scripted upstream")
-	}
-	if len(o.Modes) == 0 {
-		o.Modes = benchspec.DefaultModes
-	}
-	for _, m := range o.Modes {
-		if m != benchspec.ModeNative && m != benchspec.ModeRouter && m != benchspec.ModeRCM {
-			return fmt.Errorf("bench: replay: mode %q: want native, router or rcm", m)
-		}
-	}
-	if len(o.Thresholds) == 0 {
-		o.Thresholds = DefaultThresholds
-	}
-	for _, t := range o.Thresholds {
-		if !(t >= 0 && t <= 1) {
-			return fmt.Errorf("bench: replay: threshold %v: want a number in [0, 1]", t)
-		}
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 4 * runtime.GOMAXPROCS(0)
-	}
-	if o.Model == "" {
-		o.Model = "bench"
-	}
-	switch o.API {
-	case "":
-		o.API = APIChat
-	case APIChat, APIMessages, APIResponses:
-	default:
-		return fmt.Errorf("bench: replay: api %q: want chat, messages or responses", o.API)
-	}
-	if o.CachePrice == 0 {
-		o.CachePrice = DefaultCachePrice
-	}
-	if !(o.CachePrice >= 0 && o.CachePrice <= 1) {
-		return fmt.Errorf("bench: replay: cache price %v: want a number in [0, 1]", o.CachePrice)
-	}
-	if o.CompactionTail == 0 {
-		o.CompactionTail = DefaultCompactionTail
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
-	}
-	o.Proxy = strings.TrimRight(o.Proxy, "/")
-	o.Direct = strings.TrimRight(o.Direct, "/")
-	return nil
-}
 
 // unit is the work of one session in one mode at one threshold: both
 // schedules. Native units have threshold -1 (run once, reported for all).
@@ -291,12 +171,7 @@ type schedulePlan struct {
 	request  []bool   // per history message: a stage's request
 	messages [][]byte // per history message: its JSON as the harness sends it
 	keys     []string // per history message: messageKey
-	// known decodes the messages as sent: a forwarded message with the
-	// same JSON needs no decoding (see parseMessages).
-	known map[string]Forwarded
-	// items is known for the Responses API, keyed by a message's first
-	// item (see parseItems).
-	items map[string]knownItems
+	known    *known   // the messages as sent, decoded
 	// tasks are the session's tasks, focus first; unfinished those whose
 	// submit stage the schedule does not send.
 	tasks, unfinished []string
@@ -304,25 +179,6 @@ type schedulePlan struct {
 
 func (p *plan) calls() int {
 	return len(p.sched[benchspec.ScheduleBase].calls) + len(p.sched[benchspec.ScheduleSwitch].calls)
-}
-
-// member is the body's member that holds the history.
-func (o *Options) member() string {
-	if o.API == APIResponses {
-		return "input"
-	}
-	return "messages"
-}
-
-// path is the endpoint a replay's calls go to, below the proxy's root.
-func (o *Options) path() string {
-	switch o.API {
-	case APIMessages:
-		return "/v1/messages"
-	case APIResponses:
-		return "/v1/responses"
-	}
-	return "/v1/chat/completions"
 }
 
 func newPlan(spec *benchspec.Spec, sess *benchspec.Session, api string) (*plan, error) {
@@ -363,93 +219,18 @@ func newPlan(spec *benchspec.Spec, sess *benchspec.Session, api string) (*plan, 
 		if len(longest) > len(sp.owner) {
 			return nil, fmt.Errorf("bench: session %s: %s: history of %d messages, schedule accounts for %d", sess.ID, sc, len(longest), len(sp.owner))
 		}
-		sp.known, sp.items = map[string]Forwarded{}, map[string]knownItems{}
-		encode := marshal
-		switch api {
-		case APIMessages:
-			encode = func(v any) ([]byte, error) { return anthropicMessage(v.(chat.Message)) }
-		case APIResponses:
-			encode = func(v any) ([]byte, error) { return responsesItems(v.(chat.Message)), nil }
-		}
+		sp.known = newKnown(api)
 		for _, m := range longest {
-			b, err := encode(m)
+			b, err := sp.known.encode(m)
 			if err != nil {
 				return nil, fmt.Errorf("bench: session %s: %w", sess.ID, err)
 			}
 			sp.messages = append(sp.messages, b)
 			sp.keys = append(sp.keys, messageKey(m))
-			f := Forwarded{Role: m.Role, Text: messageText(m), Key: messageKey(m), Bytes: len(b)}
-			sp.known[string(b)] = f
-			if api == APIResponses {
-				items := gjson.Parse("[" + string(b) + "]").Array()
-				sp.items[items[0].Raw] = knownItems{raw: string(b), n: len(items), f: f}
-			}
 		}
 		p.sched[sc] = sp
 	}
 	return p, nil
-}
-
-// marshal encodes as a JavaScript harness does: no HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// writeString writes s as a JSON string, as marshal encodes it.
-func writeString(b *bytes.Buffer, s string) {
-	v, _ := marshal(s) // a string always encodes
-	b.Write(v)
-}
-
-// bodyParts are what a schedule's calls send, built as the history grows:
-// the body of call k is head (up to and including its last message) and
-// tail, the same for every call. Appending never changes bytes an earlier
-// call sent.
-type bodyParts struct {
-	head, tail []byte
-	n          int // messages in head
-}
-
-func newBodyParts(model, api string) *bodyParts {
-	b := &bodyParts{}
-	b.head = append(b.head, `{"model":`...)
-	b.head = strconv.AppendQuote(b.head, model)
-	if api == APIResponses {
-		// Codex's and OpenCode's Responses shape: the history as input
-		// items, flat function tools.
-		b.head = append(b.head, `,"max_output_tokens":32000,"input":[`...)
-		b.tail = append(b.tail, `],"tools":`...)
-		b.tail = append(b.tail, responsesTools(opencodeTools)...)
-		b.tail = append(b.tail, `,"tool_choice":"auto","stream":true}`...)
-		return b
-	}
-	b.head = append(b.head, `,"max_tokens":32000,"messages":[`...)
-	b.tail = append(b.tail, `],"tools":`...)
-	if api == APIMessages {
-		b.tail = append(b.tail, anthropicTools(opencodeTools)...)
-		b.tail = append(b.tail, `,"stream":true}`...)
-		return b
-	}
-	b.tail = append(b.tail, opencodeTools...)
-	b.tail = append(b.tail, `,"tool_choice":"auto","stream":true,"stream_options":{"include_usage":true}}`...)
-	return b
-}
-
-// body returns call k's request, shaped like OpenCode's, as its two parts.
-func (b *bodyParts) body(sp *schedulePlan, k int) [2][]byte {
-	for n := len(sp.calls[k].Messages); b.n < n; b.n++ {
-		if b.n > 0 {
-			b.head = append(b.head, ',')
-		}
-		b.head = append(b.head, sp.messages[b.n]...)
-	}
-	return [2][]byte{b.head, b.tail}
 }
 
 // history returns call k's history with its ground truth.
@@ -543,7 +324,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		body := parts.body(sp, k)
+		body := parts.body(sp.messages, len(c.Messages))
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
 		start := time.Now()
 		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])
@@ -584,10 +365,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		prev = raw
 		if o.focus {
 			h := p.history(sp, k)
-			f := parseMessages(msgs, sp.known)
-			if r.opts.API == APIResponses {
-				f = parseItems(msgs, sp.items)
-			}
+			f := sp.known.parse(msgs)
 			o.recall = recallOf(h.Requests[p.sess.Focus], f)
 			o.contamination = contaminationOf(f, h.Attribute(f), p.sess.Focus)
 		}
@@ -697,70 +475,6 @@ func (r *runner) direct(ctx context.Context, sid string, m chat.Message, body []
 	start := time.Now()
 	_, err := r.post(ctx, r.opts.Direct+strings.TrimPrefix(r.opts.path(), "/v1"), sid, http.Header{}, body)
 	return time.Since(start), err
-}
-
-// post sends one call as OpenCode would, its body the concatenation of
-// parts, and reads the stream to its end.
-func (r *runner) post(ctx context.Context, url, sid string, hdr http.Header, parts ...[]byte) (http.Header, error) {
-	readers := make([]io.Reader, len(parts))
-	size := 0
-	for i, p := range parts {
-		readers[i] = bytes.NewReader(p)
-		size += len(p)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, io.MultiReader(readers...))
-	if err != nil {
-		return nil, err
-	}
-	req.ContentLength = int64(size)
-	req.Header = hdr
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer rcm-bench")
-	req.Header.Set("User-Agent", "rcm-bench (opencode/1.18.33 shape)")
-	req.Header.Set("x-session-id", sid)
-	resp, err := r.opts.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
-	}
-	if err := readStream(resp.Body); err != nil {
-		return nil, err
-	}
-	return resp.Header, nil
-}
-
-// readStream reads an SSE body to its end and checks it finished with
-// "data: [DONE]" (chat) or Anthropic's message_stop event.
-func readStream(body io.Reader) error {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	done := false
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if bytes.Equal(line, []byte("data: [DONE]")) || bytes.Equal(line, []byte("event: message_stop")) || bytes.Equal(line, []byte("event: response.completed")) {
-			done = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading the stream: %w", err)
-	}
-	if !done {
-		return errors.New("stream ended without data: [DONE], message_stop or response.completed")
-	}
-	return nil
-}
-
-// reply is the scripted answer that replays a recorded assistant message.
-func reply(m chat.Message) scripted.Reply {
-	r := scripted.Reply{Text: m.Content}
-	for _, c := range m.ToolCalls {
-		r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
-	}
-	return r
 }
 
 func nan() float64 { return math.NaN() }

@@ -330,7 +330,7 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 			sp := p.sched[sc]
 			parts := newBodyParts("m", APIChat)
 			for k, c := range sp.calls {
-				b := parts.body(sp, k)
+				b := parts.body(sp.messages, len(c.Messages))
 				body := append(append([]byte{}, b[0]...), b[1]...)
 				var req struct {
 					Model    string
@@ -346,7 +346,7 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 					t.Fatalf("%s %s call %d: model %q, stream %v, %d tools, %d messages, want %d", p.sess.ID, sc, k, req.Model, req.Stream, len(req.Tools), len(req.Messages), len(c.Messages))
 				}
 			}
-			for raw, f := range sp.known {
+			for raw, f := range sp.known.msgs {
 				got := parseForwarded([]byte(`{"messages":[` + raw + `]}`))
 				if len(got) != 1 || got[0] != f {
 					t.Fatalf("%s %s: kept decoding %+v, decoding again gives %+v", p.sess.ID, sc, f, got)
@@ -373,10 +373,10 @@ func BenchmarkForwardedDecoding(b *testing.B) {
 	}
 	sp := p.sched[benchspec.ScheduleSwitch]
 	parts := newBodyParts("m", APIChat)
-	body := parts.body(sp, len(sp.calls)-1)
+	body := parts.body(sp.messages, len(sp.calls[len(sp.calls)-1].Messages))
 	full := append(append([]byte{}, body[0]...), body[1]...)
 	msgs := gjson.GetBytes(full, "messages")
-	for _, known := range []map[string]Forwarded{nil, sp.known} {
+	for _, known := range []map[string]Forwarded{nil, sp.known.msgs} {
 		name := "scratch"
 		if known != nil {
 			name = "known"

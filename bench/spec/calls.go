@@ -12,13 +12,16 @@ import (
 //go:embed opencode_system.txt
 var opencodeSystem string
 
-// defaultSystemPrompt returns the system prompt of a replayed session when the
-// spec sets none: the one OpenCode 1.18.33 sent in a real capture
-// (shared/opencode/first_agent_request.json), with its working directory and
-// workspace root set to root, the folder that holds the checkouts, and
-// "Is directory a git repo" set to no (the root holds five checkouts).
-func defaultSystemPrompt(root string) string {
-	return strings.ReplaceAll(opencodeSystem, "{root}", root)
+// OpenCodeSystem returns the system prompt OpenCode 1.18.33 sent in a real
+// capture (shared/opencode/first_agent_request.json) with its working
+// directory and workspace root set to dir, and "Is directory a git repo"
+// yes when git: a replayed session's, when the spec sets none.
+func OpenCodeSystem(dir string, git bool) string {
+	s := strings.ReplaceAll(opencodeSystem, "{root}", dir)
+	if git {
+		s = strings.Replace(s, "Is directory a git repo: no", "Is directory a git repo: yes", 1)
+	}
+	return s
 }
 
 // Schedule selects one of a session's two schedules.
@@ -83,9 +86,9 @@ func (s *Spec) Calls(session string, sched Schedule) ([]Call, error) {
 	switch {
 	case system == "" && s.shared():
 		// The harness was opened in the repository itself.
-		system = strings.Replace(defaultSystemPrompt(s.sharedCheckout(sess)), "Is directory a git repo: no", "Is directory a git repo: yes", 1)
+		system = OpenCodeSystem(s.sharedCheckout(sess), true)
 	case system == "":
-		system = defaultSystemPrompt(s.Root())
+		system = OpenCodeSystem(s.Root(), false)
 	}
 	history := []chat.Message{{Role: chat.RoleSystem, Content: system}}
 	var calls []Call

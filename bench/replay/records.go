@@ -25,6 +25,25 @@ const recordWait = 10 * time.Second
 // transaction as its record update, and a session's writes are ordered, so
 // calls events mean that those calls' updates, and no later one, are in.
 func (r *runner) recordSizes(ctx context.Context, session string, calls int) (map[string]int, error) {
+	v, err := r.events(ctx, session, calls)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make(map[string]int, len(v.Records))
+	for _, rec := range v.Records {
+		text, err := r.opts.Render(rec)
+		if err != nil {
+			return nil, fmt.Errorf("inspector: record: %w", err)
+		}
+		sizes[gjson.GetBytes(rec, "task").String()] = len(text)
+	}
+	return sizes, nil
+}
+
+// events asks the proxy's inspector for the session's view once the
+// writes of its first calls calls are stored: its records and its last
+// calls events, one per call in order.
+func (r *runner) events(ctx context.Context, session string, calls int) (*sessionView, error) {
 	u := r.opts.Proxy + "/rcm/sessions/" + url.PathEscape(session) + "?events=" + strconv.Itoa(calls)
 	wait := r.recordWait
 	if wait == 0 {
@@ -42,15 +61,7 @@ func (r *runner) recordSizes(ctx context.Context, session string, calls int) (ma
 			stored, deadline = len(v.Events), time.Now().Add(wait)
 		}
 		if len(v.Events) >= calls {
-			sizes := make(map[string]int, len(v.Records))
-			for _, rec := range v.Records {
-				text, err := r.opts.Render(rec)
-				if err != nil {
-					return nil, fmt.Errorf("inspector: record: %w", err)
-				}
-				sizes[gjson.GetBytes(rec, "task").String()] = len(text)
-			}
-			return sizes, nil
+			return v, nil
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("inspector: %d of %d calls stored, none more in %s", len(v.Events), calls, wait)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rcm-dev/rcm/bench/chatlog"
 	"github.com/rcm-dev/rcm/bench/progress"
 	benchreplay "github.com/rcm-dev/rcm/bench/replay"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
@@ -64,6 +65,7 @@ func bench(args []string) error {
 // replayConfig is what `rcm bench replay` is told.
 type replayConfig struct {
 	spec, data, format string
+	sessions           string
 	seed               int64
 	modes, thresholds  string
 	out, db            string
@@ -80,6 +82,7 @@ type replayConfig struct {
 func replayOptions(c *replayConfig) []option {
 	return []option{
 		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file (bench/SPEC.md); default: the embedded demo pack", set: stringOpt(&c.spec)},
+		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "replay real session logs instead of bench sessions: an aider .aider.chat.history.md, a SpecStory .specstory/history folder, Claude Code's ~/.claude/projects (or one project or .jsonl), or a corpus folder of raw/ and labels/; labelled sessions are measured, every session is audited", set: stringOpt(&c.sessions)},
 		{flag: "data", env: "RCM_BENCH_DATA", help: "build sessions from every task of a data folder laid out as shared/data (instead of --spec)", set: stringOpt(&c.data)},
 		{flag: "format", env: "RCM_BENCH_FORMAT", help: "trajectory format under --data: mini-swe-agent or openhands (default mini-swe-agent)", set: stringOpt(&c.format)},
 		{flag: "seed", env: "RCM_BENCH_SEED", help: "assembly seed for --data (default 1)", set: intOpt(&c.seed)},
@@ -101,11 +104,20 @@ func replayOptions(c *replayConfig) []option {
 func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) error {
 	c := replayConfig{format: benchspec.FormatMiniSWE, seed: 1, out: "bench-out", overhead: "true"}
 	if err := parseOptions("bench replay", args, replayOptions(&c), false,
-		"Usage: rcm bench replay [flags]\n\nReplays bench sessions through an in-process proxy against a scripted upstream and writes\nresults.json and report.md. With no flags it runs the embedded demo pack. Every flag has an\nenvironment twin."); err != nil {
+		"Usage: rcm bench replay [flags]\n\nReplays bench sessions through an in-process proxy against a scripted upstream and writes\nresults.json and report.md. With no flags it runs the embedded demo pack; with --sessions, real\nsession logs (measured when labelled, audited either way). Every flag has an environment twin."); err != nil {
 		return err
 	}
-	spec, err := loadSpec(&c, stderr)
-	if err != nil {
+	var spec *benchspec.Spec
+	var logs []chatlog.Session
+	var err error
+	if c.sessions != "" {
+		if c.spec != "" || c.data != "" || c.layout != "" || c.returns != "" {
+			return errors.New("--sessions replays real sessions: give it without --spec, --data, --layout or --returns")
+		}
+		if logs, err = chatlog.Read(c.sessions); err != nil {
+			return err
+		}
+	} else if spec, err = loadSpec(&c, stderr); err != nil {
 		return err
 	}
 	if c.layout != "" {
@@ -187,6 +199,9 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 	}
 	bar := progress.NewBar(stderr, progress.ReplayLabels)
 	opts.Progress = bar.Update
+	if logs != nil {
+		return replayLogs(ctx, logs, opts, bar, c.out, stdout, stderr)
+	}
 	fmt.Fprintf(stderr, "replaying %d sessions of %s (%d tasks)\n", len(spec.Sessions), spec.Name, len(spec.Tasks))
 	res, err := benchreplay.Replay(ctx, spec, opts)
 	bar.Done()
@@ -204,6 +219,31 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 	}
 	res.WriteTable(stdout)
 	fmt.Fprintf(stdout, "\nwrote %s and %s in %s\n", benchreplay.ResultsFile, benchreplay.ReportFile, c.out)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
+	}
+	return err
+}
+
+// replayLogs replays real sessions and writes their results into out.
+func replayLogs(ctx context.Context, logs []chatlog.Session, opts benchreplay.Options, bar *progress.Bar, out string, stdout, stderr io.Writer) error {
+	labelled := 0
+	for _, s := range logs {
+		if s.Labels != nil {
+			labelled++
+		}
+	}
+	fmt.Fprintf(stderr, "replaying %d real sessions (%d labelled)\n", len(logs), labelled)
+	res, err := benchreplay.Logs(ctx, logs, opts)
+	bar.Done()
+	if res == nil {
+		return err
+	}
+	if werr := res.Write(out); werr != nil {
+		return errors.Join(err, werr)
+	}
+	res.WriteTable(stdout)
+	fmt.Fprintf(stdout, "\nwrote %s and %s (with the audit of every request) in %s\n", benchreplay.ResultsFile, benchreplay.ReportFile, out)
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
 	}

@@ -1,0 +1,226 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/rcm-dev/rcm/bench/chatlog"
+	"github.com/rcm-dev/rcm/bench/progress"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/tidwall/gjson"
+)
+
+// logPlan is what a real session's replay needs, computed once: its calls
+// and, per message of its history, the turn it belongs to and its JSON.
+type logPlan struct {
+	sess     *chatlog.Session
+	calls    []chat.ModelCall
+	turn     []int    // per history message: its turn, -1 for the system prompt
+	messages [][]byte // per history message: its JSON as the harness sends it
+	keys     []string // per history message: messageKey
+	known    *known
+}
+
+func newLogPlan(s *chatlog.Session, api string) (*logPlan, error) {
+	p := &logPlan{sess: s, calls: s.Calls(benchspec.OpenCodeSystem(s.Workdir, true)), known: newKnown(api)}
+	if len(p.calls) == 0 {
+		return nil, fmt.Errorf("bench: session %s: no user message", s.Name)
+	}
+	// chat.Replay's history: the system prompt, then each turn's request
+	// and messages; the last call holds all of it but the last turn's
+	// messages after its last assistant message.
+	history := p.calls[len(p.calls)-1].Messages
+	p.turn = append(p.turn, -1)
+	for t, turn := range s.Turns {
+		for range 1 + len(turn.Messages) {
+			p.turn = append(p.turn, t)
+		}
+	}
+	p.turn = p.turn[:len(history)]
+	for _, m := range history {
+		b, err := p.known.encode(m)
+		if err != nil {
+			return nil, fmt.Errorf("bench: session %s: %w", s.Name, err)
+		}
+		p.messages = append(p.messages, b)
+		p.keys = append(p.keys, messageKey(m))
+	}
+	return p, nil
+}
+
+// request returns the index of turn t's request in the history.
+func (p *logPlan) request(t int) int {
+	for i, pt := range p.turn {
+		if pt == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// logObs is what one replayed call of a real session showed.
+type logObs struct {
+	turn     int  // the call's turn
+	first    bool // the first call of its turn: the history ends with its request
+	task     string
+	conf     float64
+	fallback string
+	method   string // from the inspector's event; "" in native mode
+	sent     int    // body bytes
+	fwd      int
+	// present counts the forwarded messages by key; texts are the
+	// forwarded user messages' texts.
+	present map[string]int
+	texts   []string
+}
+
+// routed reports whether the call was forwarded routed: a decision and no
+// fallback.
+func (o *logObs) routed() bool {
+	return o.task != "" && (o.fallback == "" || o.fallback == "none")
+}
+
+// fellBack reports whether the proxy fell back (kept the whole history).
+func (o *logObs) fellBack() bool {
+	return o.fallback != "" && o.fallback != "none"
+}
+
+// Logs replays real sessions (chatlog.Read) through the proxy in each
+// mode and threshold, as OpenCode would have sent them (its system prompt
+// with the session's Workdir, a git repository), against the scripted
+// upstream answering with the recorded assistant messages. It measures
+// labelled sessions (see LogMetrics) and lists every unit's decisions per
+// request (LogResults.Audit), labelled or not. When ctx ends it stops and
+// returns the sessions that finished every unit, with ctx's error.
+func Logs(ctx context.Context, sessions []chatlog.Session, opts Options) (*LogResults, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	plans := make([]*logPlan, len(sessions))
+	for i := range sessions {
+		p, err := newLogPlan(&sessions[i], opts.API)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+	}
+	var units []unit
+	for i := range plans {
+		for _, m := range opts.Modes {
+			if m == benchspec.ModeNative {
+				units = append(units, unit{i, m, -1})
+				continue
+			}
+			for _, t := range opts.Thresholds {
+				units = append(units, unit{i, m, t})
+			}
+		}
+	}
+	total := 0
+	for _, u := range units {
+		total += len(plans[u.session].calls)
+	}
+	r := &runner{opts: opts, nonce: strconv.FormatUint(rand.Uint64()&0xffffffff, 36),
+		track: progress.NewTracker(total, len(plans), opts.Progress), left: map[int]int{}}
+	for i := range plans {
+		r.left[i] = len(units) / len(plans)
+	}
+	obs := make([][]logObs, len(units))
+	errs := make([]error, len(units))
+	progress.Parallel(ctx, opts.Concurrency, len(units), func(i int) {
+		obs[i], errs[i] = r.logUnit(ctx, plans[units[i].session], units[i])
+		r.finished(units[i])
+	})
+	done := make([]bool, len(plans))
+	for i := range done {
+		done[i] = true
+	}
+	var failures []error
+	for i, u := range units {
+		if obs[i] == nil || errs[i] != nil {
+			done[u.session] = false
+		}
+		if errs[i] != nil && (ctx.Err() == nil || !errors.Is(errs[i], ctx.Err())) {
+			failures = append(failures, errs[i])
+		}
+	}
+	res := logResults(plans, units, obs, done, opts)
+	res.Interrupted = ctx.Err() != nil
+	for _, err := range failures {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, errors.Join(failures...)
+}
+
+// logUnit replays one real session in one mode at one threshold.
+func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, error) {
+	th := "native"
+	if u.threshold >= 0 {
+		th = strconv.FormatFloat(u.threshold, 'f', -1, 64)
+	}
+	sid := fmt.Sprintf("bench-%s-log-%s-%s-%s", r.nonce, p.sess.Name, u.mode, th)
+	fail := func(k int, err error) error {
+		return fmt.Errorf("bench: session %s, mode %s, threshold %s, call %d: %w", p.sess.Name, u.mode, th, k, err)
+	}
+	defer r.opts.Upstream.Take(sid)
+	defer r.opts.Upstream.Take("") // the classifier's calls carry no session
+	parts := newBodyParts(r.opts.Model, r.opts.API)
+	out := make([]logObs, 0, len(p.calls))
+	session := sid
+	for k, c := range p.calls {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		body := parts.body(p.messages, len(c.Messages))
+		r.opts.Upstream.Enqueue(sid, reply(c.Response))
+		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])
+		if err != nil {
+			return nil, fail(k, err)
+		}
+		got := r.opts.Upstream.Take(sid)
+		if len(got) != 1 {
+			return nil, fail(k, fmt.Errorf("the upstream received %d requests, want 1", len(got)))
+		}
+		if s := resp.Get("X-RCM-Session"); s != "" {
+			session = s
+		}
+		o := logObs{turn: c.Step, first: k == 0 || p.calls[k-1].Step != c.Step,
+			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
+			sent: len(body[0]) + len(body[1]), fwd: len(got[0].Body), present: map[string]int{}}
+		if o.task != "" {
+			o.conf, _ = strconv.ParseFloat(resp.Get("X-RCM-Confidence"), 64)
+		}
+		for _, f := range p.known.parse(gjson.GetBytes(got[0].Body, r.opts.member())) {
+			o.present[f.Key]++
+			if f.Role == chat.RoleUser {
+				o.texts = append(o.texts, f.Text)
+			}
+		}
+		out = append(out, o)
+		r.track.Add(1, 0)
+	}
+	if u.mode == benchspec.ModeNative {
+		return out, nil
+	}
+	v, err := r.events(ctx, session, len(out))
+	if err != nil {
+		return nil, fail(len(out), err)
+	}
+	for i, raw := range v.Events[len(v.Events)-len(out):] {
+		var e struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(raw, &e) == nil {
+			out[i].method = e.Method
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// logResults is the part of a replay of real sessions' results.json the
+// tests read.
+type logResults struct {
+	Sessions, Labelled, Completed int
+	Summaries                     []struct {
+		Mode      string
+		Threshold float64
+		Sessions  int
+		AtRequest logMetrics `json:"at_request"`
+		All       logMetrics `json:"all_calls"`
+	}
+	Audit []struct {
+		Session  string
+		Mode     string
+		Requests []struct {
+			Turn       int
+			Task       string
+			Method     string
+			Dropped    []int
+			NeededLost bool `json:"needed_lost"`
+		}
+	}
+}
+
+type logMetrics struct {
+	Calls, Routed    int
+	NeededLost       *float64 `json:"needed_lost"`
+	SplitOff         *float64 `json:"continue_split_off"`
+	ContinueRouted   int      `json:"continue_routed"`
+	BytesRatio       *float64 `json:"bytes_ratio"`
+	NeededLostRouted *float64 `json:"needed_lost_routed"`
+}
+
+func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := filepath.Join(dir, "out")
+	args = append([]string{"--sessions", sessions, "--out", out}, args...)
+	if err := benchReplay(context.Background(), args, f, f); err != nil {
+		b, _ := os.ReadFile(f.Name())
+		t.Fatalf("%v\n%s", err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r logResults
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestBenchReplaySessions replays testdata/real-sessions through a real
+// rcm: native keeps every needed message, every request is measured and
+// audited in router mode with the router's own methods.
+func TestBenchReplaySessions(t *testing.T) {
+	r := replayLogsFor(t, "../../testdata/real-sessions", "--modes", "native,router", "--thresholds", "0.8")
+	if r.Sessions != 14 || r.Labelled != 14 || r.Completed != 14 || len(r.Summaries) != 2 {
+		t.Fatalf("%d sessions, %d labelled, %d completed, %d summaries", r.Sessions, r.Labelled, r.Completed, len(r.Summaries))
+	}
+	native, router := r.Summaries[0], r.Summaries[1]
+	if native.Mode != "native" || *native.AtRequest.NeededLost != 0 || *native.All.NeededLost != 0 || *native.All.BytesRatio != 1 || native.All.Routed != 0 {
+		t.Errorf("native: %+v", native)
+	}
+	if router.AtRequest.Calls != 139 || native.AtRequest.Calls != 139 || router.All.Calls <= 139 || router.AtRequest.Routed == 0 || router.AtRequest.NeededLostRouted == nil {
+		t.Errorf("router: %+v", router)
+	}
+	requests, methods := 0, 0
+	for _, a := range r.Audit {
+		requests += len(a.Requests)
+		for _, q := range a.Requests {
+			if q.Method != "" {
+				methods++
+			}
+		}
+	}
+	if len(r.Audit) != 14 || requests != 139 || methods != 139 {
+		t.Errorf("audit: %d sessions, %d requests, %d with a method", len(r.Audit), requests, methods)
+	}
+}
+
+// TestBenchReplaySessionsLoss: a hand-labelled session whose second
+// request, tagged as a task of its own, continues (and needs) the first:
+// router mode splits it off and loses the first request, native does not;
+// an unlabelled Claude Code log beside it is audited, not measured.
+func TestBenchReplaySessionsLoss(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"raw", "labels"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"raw/001.md": "# aider chat started at 2025-01-01 10:00:00\n\n" +
+			"#### [task: login] add a login form to app.py  \n\nI'll add it.\n\napp.py\n```python\n<<<<<<< SEARCH\n=======\ndef login(): pass\n>>>>>>> REPLACE\n```\n\n> Applied edit to app.py  \n\n" +
+			"#### [task: other] now make the login form remember the user  \n\nDone.\n",
+		"labels/001.json": `{"source":{"repo":"eve/app","format":"aider"},"turns":[` +
+			`{"user_prefix":"[task: login] add a login form to app.py","task":"T1","kind":"new","needs":[]},` +
+			`{"user_prefix":"[task: other] now make the login form remember the user","task":"T1","kind":"continue","needs":["T1"]}]}`,
+		"raw/9a1f.jsonl": `{"type":"user","cwd":"/home/eve/app","message":{"role":"user","content":"what does app.py do?"}}` + "\n" +
+			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"It logs people in."}]}}` + "\n",
+	}
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := replayLogsFor(t, dir, "--modes", "native,router", "--thresholds", "0.8")
+	if r.Sessions != 2 || r.Labelled != 1 || len(r.Summaries) != 2 {
+		t.Fatalf("%d sessions, %d labelled, %d summaries", r.Sessions, r.Labelled, len(r.Summaries))
+	}
+	native, router := r.Summaries[0].AtRequest, r.Summaries[1].AtRequest
+	if *native.NeededLost != 0 || router.Calls != 2 || *router.NeededLost != 0.5 || router.ContinueRouted != 1 || *router.SplitOff != 1 {
+		t.Errorf("native %+v, router %+v", native, router)
+	}
+	if len(r.Audit) != 2 {
+		t.Fatalf("%d audits, want one per session", len(r.Audit))
+	}
+	for _, a := range r.Audit {
+		if a.Session == "001" && (len(a.Requests) != 2 || len(a.Requests[1].Dropped) != 1 || a.Requests[1].Dropped[0] != 1 || !a.Requests[1].NeededLost) {
+			t.Errorf("audit of 001: %+v", a.Requests)
+		}
+		if a.Session == "9a1f" && (len(a.Requests) != 1 || a.Requests[0].Task == "") {
+			t.Errorf("audit of the unlabelled log: %+v", a.Requests)
+		}
+	}
+}

@@ -46,8 +46,8 @@ func aiderUser(ln string) bool {
 }
 
 // parseAider reads an aider chat history: each run of user lines is a
-// message (the lines without "#### " and the trailing spaces, joined by
-// newlines); the lines up to the next message are its reply.
+// message (the lines without "#### " and trailing spaces, joined by
+// newlines, trimmed); the lines up to the next message are its reply.
 func parseAider(text, workdir string) []chat.Turn {
 	lines := strings.Split(text, "\n")
 	for i, ln := range lines {
@@ -73,7 +73,9 @@ func parseAider(text, workdir string) []chat.Turn {
 		flush()
 		var msg []string
 		for ; i < len(lines) && aiderUser(lines[i]); i++ {
-			msg = append(msg, strings.TrimSuffix(lines[i][len("#### "):], "  "))
+			// Without any trailing space: aider's two, and the person's own
+			// (a line typed as "/ask " reads "/ask").
+			msg = append(msg, strings.TrimRight(lines[i][len("#### "):], " \t"))
 		}
 		turns = append(turns, chat.Turn{Request: strings.TrimSpace(strings.Join(msg, "\n"))})
 	}

@@ -17,6 +17,9 @@ var (
 	specGrep      = regexp.MustCompile(`<summary>Grep for "(.*)" in`)
 	specList      = regexp.MustCompile(`<summary>Listed directory (.+?) •`)
 	specSummary   = regexp.MustCompile(`<summary>(.+?)</summary>`)
+	specElement   = regexp.MustCompile(`^\s*<tool-use data-tool-type="([^"]*)" data-tool-name="([^"]*)"`)
+	specInput     = regexp.MustCompile("^- (\\w+):(?: `(.*)`)?\\s*$")
+	specLink      = regexp.MustCompile("\\[`([^`]+)`\\]")
 )
 
 // parseSpecStory reads a SpecStory export: a user message is the text
@@ -54,6 +57,8 @@ func parseSpecStory(text, workdir string) []chat.Turn {
 			if inUser {
 				end()
 				inUser = false
+			} else {
+				cur = append(cur, "---") // v2.1 opens each step with a marker
 			}
 		default:
 			cur = append(cur, ln)
@@ -84,22 +89,34 @@ func specReply(lines []string, w *work) []chat.Message {
 	return w.messages()
 }
 
-// specBlocks splits a reply at its separator lines outside code fences.
+// specBlocks splits a reply at its separator lines outside code fences;
+// v2.1's <tool-use> elements are blocks of their own, and its <think>
+// elements (the model's reasoning, which OpenCode does not send back) are
+// left out.
 func specBlocks(lines []string) [][]string {
 	var out [][]string
 	var cur []string
-	fence := false
+	fence, think := false, false
 	for _, ln := range lines {
 		t := strings.TrimSpace(ln)
 		if strings.HasPrefix(t, "```") {
 			fence = !fence
 		}
-		if !fence && (t == "---" || t == "_****_") {
-			out = append(out, cur)
-			cur = nil
+		switch {
+		case fence:
+		case think || strings.HasPrefix(t, "<think>"):
+			think = !strings.HasSuffix(t, "</think>")
 			continue
+		case t == "---" || t == "_****_":
+			out, cur = append(out, cur), nil
+			continue
+		case strings.HasPrefix(t, "<tool-use "):
+			out, cur = append(out, cur), nil
 		}
 		cur = append(cur, ln)
+		if !fence && strings.HasSuffix(t, "</tool-use>") {
+			out, cur = append(out, cur), nil
+		}
 	}
 	return append(out, cur)
 }
@@ -109,6 +126,9 @@ func specBlocks(lines []string) [][]string {
 // (with its output), a grep or directory listing, or another named tool.
 // A read of "undefined" (the old format's) or an unnamed step is text.
 func specTool(b []string, w *work) bool {
+	if specToolUse21(b, w) {
+		return true
+	}
 	name := ""
 	rest := b
 	for i, ln := range b {
@@ -155,13 +175,77 @@ func specTool(b []string, w *work) bool {
 		if m := specSummary.FindStringSubmatch(body); m != nil {
 			what = m[1]
 		}
-		tool := strings.ReplaceAll(name, "_", "") // todo_write -> todowrite, as OpenCode names its tools
-		if tool == "" {
-			tool = "tool"
-		}
-		w.call(tool, map[string]any{"description": what}, out)
+		w.call(toolName(name), map[string]any{"description": what}, out)
 	}
 	return true
+}
+
+// specToolUse21 adds the tool step of a v2.1 <tool-use> element, if the
+// block is one: its **Input:** list ("- key: `value`", or "- key:" and a
+// fenced value) gives the arguments; terminal runs become bash, file
+// creation write, string replacement edit, reads read (the path from the
+// input or the summary's link), searches grep. The log keeps no output.
+func specToolUse21(b []string, w *work) bool {
+	var m []string
+	for _, ln := range b {
+		if strings.TrimSpace(ln) != "" {
+			m = specElement.FindStringSubmatch(ln)
+			break
+		}
+	}
+	if m == nil {
+		return false
+	}
+	kind, name := m[1], m[2]
+	in := map[string]string{}
+	fs := fences(b)
+	for _, ln := range b {
+		if im := specInput.FindStringSubmatch(ln); im != nil {
+			if v := im[2]; v != "" {
+				in[im[1]] = v
+			} else if len(fs) > 0 {
+				in[im[1]], fs = fs[0], fs[1:]
+			}
+		}
+	}
+	body := strings.Join(b, "\n")
+	file := in["filePath"]
+	if file == "" {
+		if l := specLink.FindStringSubmatch(body); l != nil {
+			file = l[1]
+		}
+	}
+	none := "(the log does not keep the tool's output)"
+	switch {
+	case in["command"] != "":
+		w.call("bash", map[string]any{"command": in["command"]}, none)
+	case kind == "write" && file != "":
+		w.call("write", map[string]any{"filePath": w.abs(file), "content": in["content"]}, "Wrote file successfully.")
+	case name == "replace_string_in_file" && file != "":
+		w.call("edit", map[string]any{"filePath": w.abs(file), "oldString": in["oldString"], "newString": in["newString"]}, "Edit applied.")
+	case kind == "read" && file != "":
+		w.call("read", map[string]any{"filePath": w.abs(file)}, "(the log does not keep the file's content)")
+	case kind == "search" && in["query"] != "":
+		w.call("grep", map[string]any{"pattern": in["query"]}, none)
+	default:
+		what := name // the summary says more after its "Tool use: **name** •"
+		if sm := specSummary.FindStringSubmatch(body); sm != nil {
+			if _, after, ok := strings.Cut(sm[1], " • "); ok {
+				what = after
+			}
+		}
+		w.call(toolName(name), map[string]any{"description": what}, none)
+	}
+	return true
+}
+
+// toolName names another tool as OpenCode names its own: todo_write is
+// todowrite.
+func toolName(name string) string {
+	if n := strings.ReplaceAll(name, "_", ""); n != "" {
+		return n
+	}
+	return "tool"
 }
 
 // fences returns the contents of a block's fenced code blocks.

@@ -1,0 +1,81 @@
+package replay
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rcm-dev/rcm/bench/chatlog"
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/chattest"
+)
+
+// TestLogMeasure: a labelled session of four requests (a task, a second
+// one needing it, a return, a short continue) and hand-made observations
+// of a router that detects the new task, routes the return right, and
+// splits the continue off with nothing but its own request.
+func TestLogMeasure(t *testing.T) {
+	s := &chatlog.Session{Name: "x", Workdir: "/home/user/x",
+		Turns: []chat.Turn{
+			{Request: "build the parser", Messages: []chat.Message{chattest.Assistant("ok 0")}},
+			{Request: "write the docs for it", Messages: []chat.Message{chattest.Assistant("ok 1")}},
+			{Request: "back to the parser: handle tabs", Messages: []chat.Message{chattest.Assistant("ok 2")}},
+			{Request: "yes", Messages: []chat.Message{chattest.Assistant("ok 3")}},
+		},
+		Labels: []chatlog.Label{
+			{Task: "T1", Kind: chatlog.KindNew},
+			{Task: "T2", Kind: chatlog.KindNew, Needs: []string{"T1"}},
+			{Task: "T1", Kind: chatlog.KindReturn, Needs: []string{"T1"}},
+			{Task: "T1", Kind: chatlog.KindContinue, Needs: []string{"T1"}},
+		}}
+	p, err := newLogPlan(s, APIChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// History: 0 system, then per turn i its request at 1+2i, its reply at 2+2i.
+	if len(p.calls) != 4 || !slices.Equal(p.turn, []int{-1, 0, 0, 1, 1, 2, 2, 3}) || p.request(2) != 5 {
+		t.Fatalf("%d calls, turns %v", len(p.calls), p.turn)
+	}
+	obs := func(turn int, task string, fwd ...int) logObs {
+		o := logObs{turn: turn, first: true, task: task, conf: 0.9, fallback: "none", sent: 100, fwd: 10 * len(fwd), present: map[string]int{}}
+		for _, h := range fwd {
+			o.present[p.keys[h]]++
+			if m := p.calls[3].Messages[h]; m.Role == chat.RoleUser {
+				o.texts = append(o.texts, m.Content)
+			}
+		}
+		return o
+	}
+	got := []logObs{
+		obs(0, "t1", 0, 1),
+		obs(1, "t2", 0, 1, 2, 3),
+		obs(2, "t1", 0, 1, 2, 4, 5), // turn 1's request dropped, its reply kept
+		obs(3, "t3", 0, 7),          // every earlier turn dropped
+	}
+	req, all, ds := p.measure(got)
+	if req != all {
+		t.Errorf("one call per turn: at request %+v, all %+v", req, all)
+	}
+	m := all.metrics()
+	unneeded := 2*len(p.messages[3]) + 2*len(p.messages[4]) // turn 1 at calls 2 and 3
+	dropped := len(p.messages[3]) + len(p.messages[3]) + len(p.messages[4])
+	if m.Calls != 4 || m.Routed != 4 || m.NeededLost != 0.25 || m.SplitOff != 1 || m.ContinueRouted != 1 ||
+		m.ReturnsRight != 1 || m.ReturnsWrong != 0 || m.NewDetected != 1 || m.NewTasks != 1 ||
+		m.UnneededDropped != share(dropped, unneeded) || m.FallbackRate != 0 || m.BytesRatio != share(130, 400) {
+		t.Errorf("%+v", m)
+	}
+	if len(ds) != 4 || !ds[0].Correct || !ds[1].Correct || !ds[2].Correct || ds[3].Correct {
+		t.Errorf("decisions %+v", ds)
+	}
+	a := p.audit(unit{mode: "router", threshold: 0.8}, got)
+	if len(a.Requests) != 4 || !slices.Equal(a.Requests[3].Dropped, []int{1, 2, 3}) || !a.Requests[3].NeededLost ||
+		!slices.Equal(a.Requests[2].Dropped, []int{2}) || a.Requests[2].NeededLost || a.Requests[1].Gold != "T2 new" {
+		t.Errorf("audit %+v", a.Requests)
+	}
+	// A fallback at the return, and the continue sent where the return
+	// went: a return fallen back, nothing split off.
+	got[2].fallback, got[3].task = "threshold", "t1"
+	_, all, _ = p.measure(got)
+	if m := all.metrics(); m.ReturnsFallback != 1 || m.Routed != 3 || m.SplitOff != 0 || m.FallbackRate != 0.25 {
+		t.Errorf("%+v", m)
+	}
+}

@@ -37,13 +37,14 @@ func jsonKeys(t reflect.Type) []string {
 }
 
 // TestSpecDocumentsResults: SPEC.md names every key of results.json's
-// rows and of a runs.jsonl line (the _ci intervals by their rule).
+// rows (of bench sessions and of real ones) and of a runs.jsonl line (the
+// _ci intervals by their rule).
 func TestSpecDocumentsResults(t *testing.T) {
 	doc, err := os.ReadFile("SPEC.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[run.Result]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[replay.Results](), reflect.TypeFor[replay.Summary](), reflect.TypeFor[replay.LogResults](), reflect.TypeFor[run.Result]()} {
 		for _, k := range jsonKeys(typ) {
 			if strings.HasSuffix(k, "_ci") {
 				continue

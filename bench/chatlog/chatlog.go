@@ -26,6 +26,7 @@ const (
 // have sent.
 type Session struct {
 	Name   string // the log's base name without extension ("011")
+	Path   string // the log file (names repeat across folders: .aider.chat.history)
 	Format string // FormatAider, FormatSpecStory or FormatClaudeCode
 	// Workdir is where the harness runs: the log's own cwd when it has
 	// one, else "/home/user/" + the repository's name (from the label's
@@ -164,7 +165,6 @@ func readFile(f string) ([]Session, error) {
 		return nil, fmt.Errorf("chatlog: %w", err)
 	}
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
-	name = strings.TrimSuffix(name, ".chat.history") // aider's .aider.chat.history.md
 	labels, err := readLabels(f, name)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func readFile(f string) ([]Session, error) {
 			parts = aiderSessions(text)
 		}
 		for i, part := range parts {
-			s := Session{Name: name, Format: format}
+			s := Session{Name: name, Path: f, Format: format}
 			if len(parts) > 1 {
 				s.Name = fmt.Sprintf("%s-%d", name, i+1)
 			}
@@ -191,7 +191,7 @@ func readFile(f string) ([]Session, error) {
 			ss = append(ss, s)
 		}
 	case FormatSpecStory:
-		s := Session{Name: name, Format: format, Workdir: workdir(labels)}
+		s := Session{Name: name, Path: f, Format: format, Workdir: workdir(labels)}
 		s.Turns = parseSpecStory(text, s.Workdir)
 		ss = append(ss, s)
 	case FormatClaudeCode:
@@ -199,7 +199,7 @@ func readFile(f string) ([]Session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chatlog: %w", err)
 		}
-		s := Session{Name: name, Format: format, Workdir: tr.Workdir, Turns: tr.Turns}
+		s := Session{Name: name, Path: f, Format: format, Workdir: tr.Workdir, Turns: tr.Turns}
 		if s.Workdir == "" {
 			s.Workdir = workdir(labels)
 		}

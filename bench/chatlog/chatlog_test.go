@@ -33,8 +33,8 @@ func TestCorpus(t *testing.T) {
 	}
 	turns, calls := 0, map[string]int{}
 	for _, s := range ss {
-		if len(s.Labels) != len(s.Turns) || s.Repo == "" {
-			t.Errorf("%s: %d labels for %d turns, repo %q", s.Name, len(s.Labels), len(s.Turns), s.Repo)
+		if len(s.Labels) != len(s.Turns) || s.Repo == "" || s.Path != filepath.Join(corpus(t), "raw", s.Name+".md") {
+			t.Errorf("%s: %d labels for %d turns, repo %q, path %s", s.Name, len(s.Labels), len(s.Turns), s.Repo, s.Path)
 		}
 		turns += len(s.Turns)
 		for i, turn := range s.Turns {

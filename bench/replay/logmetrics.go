@@ -251,6 +251,7 @@ type AuditRow struct {
 // Audit lists one session's requests in one mode and threshold.
 type Audit struct {
 	Session   string     `json:"session"`
+	Path      string     `json:"path"` // the log file`
 	Mode      string     `json:"mode"`
 	Threshold float64    `json:"threshold"`
 	Requests  []AuditRow `json:"requests"`
@@ -271,7 +272,7 @@ type LogResults struct {
 
 // audit lists a unit's requests.
 func (p *logPlan) audit(u unit, obs []logObs) Audit {
-	a := Audit{Session: p.sess.Name, Mode: u.mode, Threshold: u.threshold}
+	a := Audit{Session: p.sess.Name, Path: p.sess.Path, Mode: u.mode, Threshold: u.threshold}
 	for k := range obs {
 		o := &obs[k]
 		if !o.first {

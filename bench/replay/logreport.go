@@ -96,7 +96,7 @@ func (r *LogResults) markdown(w io.Writer) {
 	}
 	fmt.Fprintln(w, "## Audit: each request's decision (its first call) and the earlier requests it left out")
 	for _, a := range r.Audit {
-		fmt.Fprintf(w, "\n### %s, %s, threshold %.2f\n\n", a.Session, a.Mode, a.Threshold)
+		fmt.Fprintf(w, "\n### %s, %s, threshold %.2f\n\n`%s`\n\n", a.Session, a.Mode, a.Threshold, a.Path)
 		stat.MdHeader(w, "turn:", "request", "gold", "task", "confidence:", "method", "fallback", "dropped", "needed lost")
 		for _, row := range a.Requests {
 			dropped := make([]string, len(row.Dropped))

@@ -97,6 +97,8 @@ func (o *logObs) fellBack() bool {
 // labelled sessions (see LogMetrics) and lists every unit's decisions per
 // request (LogResults.Audit), labelled or not. When ctx ends it stops and
 // returns the sessions that finished every unit, with ctx's error.
+// Options' Direct, Render and CompactionTail are not used: real sessions
+// have no schedules to compare, and no compaction call is added.
 func Logs(ctx context.Context, sessions []chatlog.Session, opts Options) (*LogResults, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -166,7 +168,8 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 	if u.threshold >= 0 {
 		th = strconv.FormatFloat(u.threshold, 'f', -1, 64)
 	}
-	sid := fmt.Sprintf("bench-%s-log-%s-%s-%s", r.nonce, p.sess.Name, u.mode, th)
+	// The session's index keeps ids apart where names repeat.
+	sid := fmt.Sprintf("bench-%s-log%d-%s-%s-%s", r.nonce, u.session, p.sess.Name, u.mode, th)
 	fail := func(k int, err error) error {
 		return fmt.Errorf("bench: session %s, mode %s, threshold %s, call %d: %w", p.sess.Name, u.mode, th, k, err)
 	}

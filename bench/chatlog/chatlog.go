@@ -20,6 +20,7 @@ const (
 	FormatAider      = "aider"
 	FormatSpecStory  = "specstory"
 	FormatClaudeCode = "claude-code"
+	FormatCodex      = "codex"
 )
 
 // Session is one real session log laid out as the turns a harness would
@@ -27,7 +28,7 @@ const (
 type Session struct {
 	Name   string // the log's base name without extension ("011")
 	Path   string // the log file (names repeat across folders: .aider.chat.history)
-	Format string // FormatAider, FormatSpecStory or FormatClaudeCode
+	Format string // FormatAider, FormatSpecStory, FormatClaudeCode or FormatCodex
 	// Workdir is where the harness runs: the log's own cwd when it has
 	// one, else "/home/user/" + the repository's name (from the label's
 	// source.repo, else "project").
@@ -85,8 +86,8 @@ func Prefix(request string) string {
 
 // Read reads a log file, or every log under a directory: a corpus
 // directory (raw/ beside labels/, as testdata/real-sessions), a directory
-// of logs, a project's .specstory/history or a ~/.claude/projects
-// directory. A log's labels are looked up beside it: LABELS/NAME.json
+// of logs, a project's .specstory/history, a ~/.claude/projects or a
+// ~/.codex/sessions directory. A log's labels are looked up beside it: LABELS/NAME.json
 // where LABELS is labels/ in the log's directory or in its parent, or
 // NAME.json in the log's directory. A label file whose number of turns or
 // prefixes disagree with the parsed messages is an error naming the
@@ -134,10 +135,13 @@ func Read(p string) ([]Session, error) {
 		out = append(out, ss...)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("chatlog: %s: no aider, SpecStory or Claude Code log", p)
+		return nil, fmt.Errorf("chatlog: %s: no aider, SpecStory, Claude Code or Codex log", p)
 	}
 	return out, nil
 }
+
+// codexLine opens a Codex rollout: its first line is the session's meta.
+var codexLine = regexp.MustCompile(`^\s*\{[^\n]*"type"\s*:\s*"session_meta"`)
 
 // aiderHeader is aider's session start line.
 var aiderHeader = regexp.MustCompile(`(?m)^` + aiderStart)
@@ -146,6 +150,8 @@ var aiderHeader = regexp.MustCompile(`(?m)^` + aiderStart)
 // is none Read knows.
 func detect(name string, b []byte) string {
 	switch {
+	case filepath.Ext(name) == ".jsonl" && codexLine.Match(b):
+		return FormatCodex
 	case filepath.Ext(name) == ".jsonl":
 		return FormatClaudeCode
 	case aiderHeader.Match(b):
@@ -194,8 +200,12 @@ func readFile(f string) ([]Session, error) {
 		s := Session{Name: name, Path: f, Format: format, Workdir: workdir(labels)}
 		s.Turns = parseSpecStory(text, s.Workdir)
 		ss = append(ss, s)
-	case FormatClaudeCode:
-		tr, _, err := trajectory.ReadClaudeCodeLog(b, f, name)
+	case FormatClaudeCode, FormatCodex:
+		read := trajectory.ReadClaudeCodeLog
+		if format == FormatCodex {
+			read = trajectory.ReadCodexLog
+		}
+		tr, _, err := read(b, f, name)
 		if err != nil {
 			return nil, fmt.Errorf("chatlog: %w", err)
 		}
@@ -205,7 +215,7 @@ func readFile(f string) ([]Session, error) {
 		}
 		ss = append(ss, s)
 	default:
-		return nil, fmt.Errorf("chatlog: %s: format %q: want aider, specstory or claude-code", f, format)
+		return nil, fmt.Errorf("chatlog: %s: format %q: want aider, specstory, claude-code or codex", f, format)
 	}
 	if labels == nil {
 		return ss, nil

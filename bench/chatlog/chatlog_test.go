@@ -219,6 +219,33 @@ not json
 	}
 }
 
+// TestCodexLog: a rollout among Claude Code logs is told from them by its
+// session_meta line.
+func TestCodexLog(t *testing.T) {
+	dir := t.TempDir()
+	logs := map[string]string{
+		"rollout-2025-10-29T00-59-38-019a.jsonl": `{"type":"session_meta","payload":{"id":"019a","cwd":"/home/eve/shop"}}` + "\n" +
+			`{"type":"event_msg","payload":{"type":"user_message","message":"run the tests"}}` + "\n" +
+			`{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"go test ./...\"]}","call_id":"c1"}}` + "\n" +
+			`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"ok"}}` + "\n",
+		"5e1c.jsonl": `{"type":"user","cwd":"/home/ana/app","message":{"role":"user","content":"hi"}}` + "\n",
+	}
+	for name, s := range logs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss, err := Read(dir)
+	if err != nil || len(ss) != 2 {
+		t.Fatalf("%+v, %v", ss, err)
+	}
+	c := ss[1]
+	if ss[0].Format != FormatClaudeCode || c.Format != FormatCodex || c.Name != "rollout-2025-10-29T00-59-38-019a" || c.Workdir != "/home/eve/shop" ||
+		len(c.Turns) != 1 || summary(c.Turns[0].Messages) != "assistant bash:go test ./... | tool" {
+		t.Errorf("%+v", ss)
+	}
+}
+
 // TestLabelMismatch: a label file that disagrees with the parse is an
 // error naming the session and turn.
 func TestLabelMismatch(t *testing.T) {

@@ -2,8 +2,9 @@
 // with a coding agent, and lays each out as the turns a harness would have
 // sent (Session): aider's .aider.chat.history.md, SpecStory's
 // .specstory/history/*.md (Cursor and VS Code Copilot chats, in the early
-// 2025 format, v2 and Markdown v2.1 with its <tool-use> elements) and Claude
-// Code's session JSONL (~/.claude/projects/...). It owns the parsing rules
+// 2025 format, v2 and Markdown v2.1 with its <tool-use> elements), Claude
+// Code's session JSONL (~/.claude/projects/...) and Codex CLI's rollouts
+// (~/.codex/sessions/...). It owns the parsing rules
 // of those formats (which lines are a user message, testdata/real-sessions'
 // README) and the labels people write for them (labels/NNN.json), checked
 // against the parse.

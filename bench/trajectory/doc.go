@@ -1,8 +1,10 @@
 // Package trajectory converts what agents recorded into what OpenCode would
 // send: OpenAI chat messages (internal/chat) with native tool calls and
 // role "tool" results. It reads mini-swe-agent trajectories (ReadMiniSWE),
-// OpenHands function-calling runs (ReadOpenHands) and Claude Code sessions
-// (ReadClaudeCode), and checks a history's tool calls (ValidateMessages).
+// OpenHands function-calling runs (ReadOpenHands), Claude Code sessions
+// (ReadClaudeCode, and the JSONL logs Claude Code writes: ReadClaudeCodeLog)
+// and Codex CLI rollouts (ReadCodexLog), and checks a history's tool calls
+// (ValidateMessages).
 //
 // Importers never panic on outside input: unusable records come back as
 // Skip values and the import goes on.

@@ -82,7 +82,7 @@ type replayConfig struct {
 func replayOptions(c *replayConfig) []option {
 	return []option{
 		{flag: "spec", env: "RCM_BENCH_SPEC", help: "bench spec file (bench/SPEC.md); default: the embedded demo pack", set: stringOpt(&c.spec)},
-		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "replay real session logs instead of bench sessions: an aider .aider.chat.history.md, a SpecStory .specstory/history folder, Claude Code's ~/.claude/projects (or one project or .jsonl), or a corpus folder of raw/ and labels/; labelled sessions are measured, every session is audited", set: stringOpt(&c.sessions)},
+		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "replay real session logs instead of bench sessions: an aider .aider.chat.history.md, a SpecStory .specstory/history folder, Claude Code's ~/.claude/projects (or one project or .jsonl), Codex's ~/.codex/sessions, or a corpus folder of raw/ and labels/; labelled sessions are measured, every session is audited", set: stringOpt(&c.sessions)},
 		{flag: "data", env: "RCM_BENCH_DATA", help: "build sessions from every task of a data folder laid out as shared/data (instead of --spec)", set: stringOpt(&c.data)},
 		{flag: "format", env: "RCM_BENCH_FORMAT", help: "trajectory format under --data: mini-swe-agent or openhands (default mini-swe-agent)", set: stringOpt(&c.format)},
 		{flag: "seed", env: "RCM_BENCH_SEED", help: "assembly seed for --data (default 1)", set: intOpt(&c.seed)},

@@ -1,0 +1,276 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+)
+
+// codexItem is a response_item payload of a Codex rollout, or an event_msg
+// one (Type "user_message", Message).
+type codexItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
+	CallID    string          `json:"call_id"`
+	Output    json.RawMessage `json:"output"`
+	Message   string          `json:"message"`
+	Cwd       string          `json:"cwd"`
+}
+
+// ReadCodexLog converts a Codex CLI session log
+// (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl: one {"type", "payload"}
+// object per line) into a Trajectory. Each user_message event is a request
+// and opens a turn (the response items that repeat it, and the harness's
+// environment and instruction messages, are not requests). Assistant
+// messages and the tool calls after them merge into one assistant message
+// until a tool output: shell calls become bash with the command line,
+// apply_patch one edit (or write, for an added file) per file with the
+// patch's old and new lines, other tools keep their name and arguments;
+// their outputs become role "tool" messages. Reasoning is dropped, as for
+// Claude Code. Workdir is the session's cwd. Lines that are not JSON are
+// reported and skipped.
+func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
+	tr := &chat.Trajectory{Task: task, Format: "codex"}
+	var skips []Skip
+	var turn *chat.Turn
+	var asst *chat.Message
+	ids := map[string][]string{} // a call's id -> the ids of the calls it became
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), len(b)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var e struct {
+			Type    string    `json:"type"`
+			Payload codexItem `json:"payload"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "not a rollout line: " + err.Error()})
+			continue
+		}
+		p := e.Payload
+		if tr.Workdir == "" && (e.Type == "session_meta" || e.Type == "turn_context") {
+			tr.Workdir = p.Cwd
+		}
+		if e.Type == "event_msg" && p.Type == "user_message" {
+			tr.Turns = append(tr.Turns, chat.Turn{Request: p.Message})
+			turn, asst = &tr.Turns[len(tr.Turns)-1], nil
+			continue
+		}
+		if e.Type != "response_item" || turn == nil {
+			continue
+		}
+		open := func() *chat.Message {
+			if asst == nil {
+				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleAssistant})
+				asst = &turn.Messages[len(turn.Messages)-1]
+			}
+			return asst
+		}
+		switch p.Type {
+		case "message":
+			if p.Role == chat.RoleAssistant {
+				m := open()
+				m.Content = joinText(m.Content, codexText(p.Content))
+			}
+		case "function_call", "custom_tool_call":
+			if p.Name == "" {
+				skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "tool call without a name"})
+				continue
+			}
+			m := open()
+			for _, c := range codexCalls(p, tr.Workdir) {
+				ids[p.CallID] = append(ids[p.CallID], c.ID)
+				m.ToolCalls = append(m.ToolCalls, c)
+			}
+		case "function_call_output", "custom_tool_call_output":
+			asst = nil
+			out := codexOutput(p.Output)
+			for _, id := range ids[p.CallID] {
+				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleTool, ToolCallID: id, Content: out})
+			}
+			delete(ids, p.CallID)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, skips, fmt.Errorf("%s: %w", source, err)
+	}
+	if len(tr.Turns) == 0 {
+		return nil, skips, fmt.Errorf("%s: no user message", source)
+	}
+	for i := range tr.Turns {
+		t := &tr.Turns[i]
+		t.Messages, _ = closeCalls(dropEmptyAssistant(t.Messages))
+	}
+	return tr, skips, nil
+}
+
+// codexText joins the text parts of a message's content.
+func codexText(raw json.RawMessage) string {
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		s, _ := contentText(raw)
+		return s
+	}
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Text)
+	}
+	return strings.Join(out, "\n")
+}
+
+// codexOutput is a tool output's text: a string (older versions wrap it as
+// {"output": ..., "metadata": ...} inside the string), or content parts.
+func codexOutput(raw json.RawMessage) string {
+	s, err := contentText(raw)
+	if err != nil {
+		return codexText(raw)
+	}
+	var wrapped struct {
+		Output *string `json:"output"`
+	}
+	if json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
+		return *wrapped.Output
+	}
+	return s
+}
+
+// codexCalls maps one Codex tool call to OpenCode's: shell runs to bash,
+// apply_patch to one call per file (ids suffixed past the first).
+func codexCalls(p codexItem, workdir string) []chat.ToolCall {
+	call := func(id, name string, args any) chat.ToolCall {
+		a, _ := json.Marshal(args) // maps of strings and raw JSON
+		return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: string(a)}}
+	}
+	id := p.CallID
+	if id == "" {
+		id = "codex-call"
+	}
+	input := p.Input
+	if p.Type == "function_call" {
+		input = p.Arguments
+	}
+	if p.Name == "apply_patch" {
+		var in struct {
+			Input string `json:"input"`
+		}
+		if json.Unmarshal([]byte(input), &in) == nil && in.Input != "" {
+			input = in.Input
+		}
+		var out []chat.ToolCall
+		for i, e := range patchEdits(input) {
+			cid := id
+			if i > 0 {
+				cid = fmt.Sprintf("%s#%d", id, i+1)
+			}
+			file := e.file
+			if !path.IsAbs(file) && workdir != "" {
+				file = path.Join(workdir, file)
+			}
+			if e.add {
+				out = append(out, call(cid, "write", map[string]string{"filePath": file, "content": e.new}))
+			} else {
+				out = append(out, call(cid, "edit", map[string]string{"filePath": file, "oldString": e.old, "newString": e.new}))
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal([]byte(input), &args) != nil {
+		return []chat.ToolCall{call(id, p.Name, map[string]string{"input": input})}
+	}
+	switch p.Name {
+	case "shell", "container.exec", "shell_command", "exec_command", "local_shell":
+		if cmd := codexCommand(args); cmd != "" {
+			return []chat.ToolCall{call(id, "bash", map[string]string{"command": cmd})}
+		}
+	}
+	return []chat.ToolCall{call(id, p.Name, args)}
+}
+
+// codexCommand is a shell call's command line: its "command" (a string, or
+// argv whose "bash -lc SCRIPT" form is the script) or "cmd".
+func codexCommand(args map[string]json.RawMessage) string {
+	for _, k := range []string{"command", "cmd"} {
+		var s string
+		if json.Unmarshal(args[k], &s) == nil && s != "" {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(args[k], &argv) == nil && len(argv) > 0 {
+			if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
+				return argv[2]
+			}
+			return strings.Join(argv, " ")
+		}
+	}
+	return ""
+}
+
+// patchEdit is one file of an apply_patch patch.
+type patchEdit struct {
+	file, old, new string
+	add            bool
+}
+
+// patchEdits reads the files of a patch in Codex's format ("*** Update
+// File: P" or "*** Add File: P", then lines marked "-", "+" or " ");
+// deleted files are left out.
+func patchEdits(patch string) []patchEdit {
+	var out []patchEdit
+	var cur *patchEdit
+	var old, neu []string
+	flush := func() {
+		if cur != nil {
+			cur.old, cur.new = lines(old), lines(neu)
+			out = append(out, *cur)
+		}
+		cur, old, neu = nil, nil, nil
+	}
+	for ln := range strings.SplitSeq(patch, "\n") {
+		switch {
+		case strings.HasPrefix(ln, "*** Update File: "):
+			flush()
+			cur = &patchEdit{file: strings.TrimSpace(strings.TrimPrefix(ln, "*** Update File: "))}
+		case strings.HasPrefix(ln, "*** Add File: "):
+			flush()
+			cur = &patchEdit{file: strings.TrimSpace(strings.TrimPrefix(ln, "*** Add File: ")), add: true}
+		case strings.HasPrefix(ln, "*** Move to: "):
+			// A rename: the edit goes on, under the old name.
+		case strings.HasPrefix(ln, "***"):
+			flush() // End Patch, Delete File
+		case cur == nil || ln == "" || strings.HasPrefix(ln, "@@"):
+		case ln[0] == '-':
+			old = append(old, ln[1:])
+		case ln[0] == '+':
+			neu = append(neu, ln[1:])
+		default:
+			old, neu = append(old, ln[1:]), append(neu, ln[1:])
+		}
+	}
+	flush()
+	return out
+}
+
+// lines joins lines as a file holds them, each ended by a newline.
+func lines(ls []string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}

@@ -97,27 +97,11 @@ func Read(p string) ([]Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chatlog: %w", err)
 	}
-	if !info.IsDir() {
-		return readFile(p)
-	}
-	var files []string
-	err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	files := []string{p}
+	if info.IsDir() {
+		if files, err = logFiles(p); err != nil {
+			return nil, fmt.Errorf("chatlog: %w", err)
 		}
-		if d.IsDir() {
-			if d.Name() == "labels" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if ext := filepath.Ext(f); ext == ".md" || ext == ".jsonl" {
-			files = append(files, f)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("chatlog: %w", err)
 	}
 	var out []Session
 	for _, f := range files {
@@ -128,7 +112,7 @@ func Read(p string) ([]Session, error) {
 		if detect(f, b) == "" {
 			continue // a README, notes
 		}
-		ss, err := readFile(f)
+		ss, err := readFile(f, b)
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +122,23 @@ func Read(p string) ([]Session, error) {
 		return nil, fmt.Errorf("chatlog: %s: no aider, SpecStory, Claude Code or Codex log", p)
 	}
 	return out, nil
+}
+
+// logFiles lists the .md and .jsonl files under dir, but in labels/.
+func logFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(f string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "labels":
+			return filepath.SkipDir
+		case !d.IsDir() && (filepath.Ext(f) == ".md" || filepath.Ext(f) == ".jsonl"):
+			files = append(files, f)
+		}
+		return nil
+	})
+	return files, err
 }
 
 // codexLine opens a Codex rollout: its first line is the session's meta.
@@ -162,14 +163,11 @@ func detect(name string, b []byte) string {
 	return ""
 }
 
-// readFile reads one log and its labels. An aider file holding several
+// readFile reads one log and its labels; a JSONL log without a request is
+// no session. An aider file holding several
 // sessions (one per "# aider chat started at" line) and no labels is one
 // Session per session, named NAME-1, NAME-2, ...
-func readFile(f string) ([]Session, error) {
-	b, err := os.ReadFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("chatlog: %w", err)
-	}
+func readFile(f string, b []byte) ([]Session, error) {
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 	labels, err := readLabels(f, name)
 	if err != nil {
@@ -206,6 +204,9 @@ func readFile(f string) ([]Session, error) {
 			read = trajectory.ReadCodexLog
 		}
 		tr, _, err := read(b, f, name)
+		if errors.Is(err, trajectory.ErrNoRequest) {
+			return nil, nil // a subagent's log, an empty session
+		}
 		if err != nil {
 			return nil, fmt.Errorf("chatlog: %w", err)
 		}

@@ -220,7 +220,7 @@ not json
 }
 
 // TestCodexLog: a rollout among Claude Code logs is told from them by its
-// session_meta line.
+// session_meta line; subagents' lines and logs are not the person's.
 func TestCodexLog(t *testing.T) {
 	dir := t.TempDir()
 	logs := map[string]string{
@@ -228,7 +228,10 @@ func TestCodexLog(t *testing.T) {
 			`{"type":"event_msg","payload":{"type":"user_message","message":"run the tests"}}` + "\n" +
 			`{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"go test ./...\"]}","call_id":"c1"}}` + "\n" +
 			`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"ok"}}` + "\n",
-		"5e1c.jsonl": `{"type":"user","cwd":"/home/ana/app","message":{"role":"user","content":"hi"}}` + "\n",
+		"5e1c.jsonl": `{"type":"user","cwd":"/home/ana/app","message":{"role":"user","content":"hi"}}` + "\n" +
+			`{"type":"user","isSidechain":true,"message":{"role":"user","content":"search the repo for x"}}` + "\n",
+		// A subagent's own log (Claude Code 2): no session of its own.
+		"agent-7f3a.jsonl": `{"type":"user","isSidechain":true,"cwd":"/home/ana/app","message":{"role":"user","content":"search the repo for x"}}` + "\n",
 	}
 	for name, s := range logs {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
@@ -240,7 +243,7 @@ func TestCodexLog(t *testing.T) {
 		t.Fatalf("%+v, %v", ss, err)
 	}
 	c := ss[1]
-	if ss[0].Format != FormatClaudeCode || c.Format != FormatCodex || c.Name != "rollout-2025-10-29T00-59-38-019a" || c.Workdir != "/home/eve/shop" ||
+	if ss[0].Format != FormatClaudeCode || len(ss[0].Turns) != 1 || c.Format != FormatCodex || c.Name != "rollout-2025-10-29T00-59-38-019a" || c.Workdir != "/home/eve/shop" ||
 		len(c.Turns) != 1 || summary(c.Turns[0].Messages) != "assistant bash:go test ./... | tool" {
 		t.Errorf("%+v", ss)
 	}

@@ -155,7 +155,7 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 		}
 	}
 	if len(tr.Turns) == 0 {
-		return nil, skips, fmt.Errorf("%s: no human request", source)
+		return nil, skips, fmt.Errorf("%s: %w", source, ErrNoRequest)
 	}
 	fixes := 0
 	for i := range tr.Turns {

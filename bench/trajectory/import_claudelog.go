@@ -19,7 +19,10 @@ import (
 // tool results), so that harness artifacts Claude Code logs as user lines
 // (slash-command expansions, local-command caveats, "[Request interrupted
 // by user]") are requests too, as people labelling a log count them. Lines
-// of other types (summaries, snapshots, system notes) are not messages.
+// of other types (summaries, snapshots, system notes) are not messages,
+// nor are a subagent's (isSidechain: its prompt is the agent's, not the
+// person's, and the session holds only its result); a subagent's own log
+// (agent-*.jsonl) so has no request (ErrNoRequest).
 // Workdir is the log's first cwd; without one, as ReadClaudeCode finds it.
 func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var msgs []claudeMessage
@@ -33,9 +36,10 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 			continue
 		}
 		var e struct {
-			Type    string        `json:"type"`
-			Cwd     string        `json:"cwd"`
-			Message claudeMessage `json:"message"`
+			Type      string        `json:"type"`
+			Cwd       string        `json:"cwd"`
+			Sidechain bool          `json:"isSidechain"`
+			Message   claudeMessage `json:"message"`
 		}
 		if err := json.Unmarshal(line, &e); err != nil {
 			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "not JSON: " + err.Error()})
@@ -43,6 +47,9 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 		}
 		if cwd == "" {
 			cwd = e.Cwd
+		}
+		if e.Sidechain {
+			continue // a subagent's conversation: the session sees its result only
 		}
 		switch e.Type {
 		case chat.RoleAssistant:

@@ -107,7 +107,7 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 		return nil, skips, fmt.Errorf("%s: %w", source, err)
 	}
 	if len(tr.Turns) == 0 {
-		return nil, skips, fmt.Errorf("%s: no user message", source)
+		return nil, skips, fmt.Errorf("%s: %w", source, ErrNoRequest)
 	}
 	for i := range tr.Turns {
 		t := &tr.Turns[i]

@@ -2,11 +2,16 @@ package trajectory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/rcm-dev/rcm/internal/chat"
 )
+
+// ErrNoRequest is the error of an import that found no human request: a
+// log of something else (a subagent's own log, a session left empty).
+var ErrNoRequest = errors.New("no human request")
 
 // Skip reports a record an importer could not use; the record is skipped and
 // the import goes on.

@@ -101,7 +101,8 @@ func TestBenchReplaySessions(t *testing.T) {
 // TestBenchReplaySessionsLoss: a hand-labelled session whose second
 // request, tagged as a task of its own, continues (and needs) the first:
 // router mode splits it off and loses the first request, native does not;
-// an unlabelled Claude Code log beside it is audited, not measured.
+// an unlabelled Claude Code log beside it is audited, not measured. In
+// each API.
 func TestBenchReplaySessionsLoss(t *testing.T) {
 	dir := t.TempDir()
 	for _, d := range []string{"raw", "labels"} {
@@ -124,23 +125,25 @@ func TestBenchReplaySessionsLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := replayLogsFor(t, dir, "--modes", "native,router", "--thresholds", "0.8")
-	if r.Sessions != 2 || r.Labelled != 1 || len(r.Summaries) != 2 {
-		t.Fatalf("%d sessions, %d labelled, %d summaries", r.Sessions, r.Labelled, len(r.Summaries))
-	}
-	native, router := r.Summaries[0].AtRequest, r.Summaries[1].AtRequest
-	if *native.NeededLost != 0 || router.Calls != 2 || *router.NeededLost != 0.5 || router.ContinueRouted != 1 || *router.SplitOff != 1 {
-		t.Errorf("native %+v, router %+v", native, router)
-	}
-	if len(r.Audit) != 2 {
-		t.Fatalf("%d audits, want one per session", len(r.Audit))
-	}
-	for _, a := range r.Audit {
-		if a.Session == "001" && (len(a.Requests) != 2 || len(a.Requests[1].Dropped) != 1 || a.Requests[1].Dropped[0] != 1 || !a.Requests[1].NeededLost) {
-			t.Errorf("audit of 001: %+v", a.Requests)
+	for _, api := range []string{"chat", "messages", "responses"} {
+		r := replayLogsFor(t, dir, "--modes", "native,router", "--thresholds", "0.8", "--api", api)
+		if r.Sessions != 2 || r.Labelled != 1 || len(r.Summaries) != 2 {
+			t.Fatalf("%s: %d sessions, %d labelled, %d summaries", api, r.Sessions, r.Labelled, len(r.Summaries))
 		}
-		if a.Session == "9a1f" && (len(a.Requests) != 1 || a.Requests[0].Task == "") {
-			t.Errorf("audit of the unlabelled log: %+v", a.Requests)
+		native, router := r.Summaries[0].AtRequest, r.Summaries[1].AtRequest
+		if *native.NeededLost != 0 || router.Calls != 2 || *router.NeededLost != 0.5 || router.ContinueRouted != 1 || *router.SplitOff != 1 {
+			t.Errorf("%s: native %+v, router %+v", api, native, router)
+		}
+		if len(r.Audit) != 2 {
+			t.Fatalf("%s: %d audits, want one per session", api, len(r.Audit))
+		}
+		for _, a := range r.Audit {
+			if a.Session == "001" && (len(a.Requests) != 2 || len(a.Requests[1].Dropped) != 1 || a.Requests[1].Dropped[0] != 1 || !a.Requests[1].NeededLost) {
+				t.Errorf("%s: audit of 001: %+v", api, a.Requests)
+			}
+			if a.Session == "9a1f" && (len(a.Requests) != 1 || a.Requests[0].Task == "") {
+				t.Errorf("%s: audit of the unlabelled log: %+v", api, a.Requests)
+			}
 		}
 	}
 }

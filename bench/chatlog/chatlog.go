@@ -164,9 +164,9 @@ func detect(name string, b []byte) string {
 }
 
 // readFile reads one log and its labels; a JSONL log without a request is
-// no session. An aider file holding several
-// sessions (one per "# aider chat started at" line) and no labels is one
-// Session per session, named NAME-1, NAME-2, ...
+// no session. An aider file holding several sessions (one per "# aider
+// chat started at" line) and no labels is one Session per session with a
+// message, named NAME-1, NAME-2, ... by its place in the file.
 func readFile(f string, b []byte) ([]Session, error) {
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 	labels, err := readLabels(f, name)
@@ -191,8 +191,9 @@ func readFile(f string, b []byte) ([]Session, error) {
 				s.Name = fmt.Sprintf("%s-%d", name, i+1)
 			}
 			s.Workdir = workdir(labels)
-			s.Turns = parseAider(part, s.Workdir)
-			ss = append(ss, s)
+			if s.Turns = parseAider(part, s.Workdir); len(s.Turns) > 0 || labels != nil {
+				ss = append(ss, s) // not a session opened and left at once
+			}
 		}
 	case FormatSpecStory:
 		s := Session{Name: name, Path: f, Format: format, Workdir: workdir(labels)}

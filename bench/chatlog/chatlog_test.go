@@ -110,6 +110,16 @@ func TestAider(t *testing.T) {
 	if got := aiderSessions("# aider chat started at 1\n#### a  \n# aider chat started at 2\n#### b  \n"); len(got) != 2 || got[1] != "# aider chat started at 2\n#### b  \n" {
 		t.Errorf("sessions %q", got)
 	}
+	// An unlabelled history file: one session per start line with a message.
+	f := filepath.Join(t.TempDir(), ".aider.chat.history.md")
+	history := "# aider chat started at 1\n\n#### a  \nok\n\n# aider chat started at 2\n\n> /exit  \n\n# aider chat started at 3\n\n#### b  \n"
+	if err := os.WriteFile(f, []byte(history), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := Read(f)
+	if err != nil || len(ss) != 2 || ss[0].Name != ".aider.chat.history-1" || ss[1].Name != ".aider.chat.history-3" || ss[1].Turns[0].Request != "b" || ss[1].Workdir != "/home/user/project" {
+		t.Errorf("%+v, %v", ss, err)
+	}
 }
 
 func TestSpecStory(t *testing.T) {

@@ -27,6 +27,9 @@ type Config struct {
 	BaseURL, APIKey string
 	// Timeout of one classifier call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Coefficients replace the fitted ones (the fit tries its own); nil
+	// means the fitted defaults.
+	Coefficients *Coefficients
 }
 
 // Validate reports the first invalid field.

@@ -37,50 +37,64 @@
 //     request or worked in, opens a task; one used by a single task routes
 //     to it. System directories (/usr, /dev, ...) count only when the
 //     working directory is under them (/tmp/x when the harness is in /tmp).
-//   - Interruption: a message sent while the agent has not yet answered
-//     the previous request in words (a slash command's expansion, a
-//     harness's tool notice or skill text) continues that request's task.
-//   - Words, phrases, files, subjects (lexical.go): the request and the
-//     turn's tool-call arguments against each task's routed turns (their
-//     requests, tool-call arguments and last answer). Terms are words (any
-//     script: Cyrillic words lower-cased; Han, Kana, Hangul, Thai as
-//     character pairs), word pairs and three-word phrases, and file paths
-//     relative to the working directory. P(new): the request names little
-//     of any task's subject line (the first line of its first request with
-//     three words: an issue's title) and most of its weight is in terms no
-//     task has; discounted for short requests, replies ("and ...", "yes,
-//     ..."), requests whose opening line refers back ("back to", "more
-//     on", "that issue": refersBack), and in folders of checkouts (where
-//     the workspace places new work); it also falls as the best task's
-//     score grows against the unseen mass (a pasted discussion of earlier
-//     work repeats its terms). A line ending in a colon introduces the
-//     text below it and is never a subject. A request naming a task's
-//     subject goes to that task; else the best BM25 score, by its margin
-//     over the second and its share of the query. Confidence = P(not new)
-//     x P(this task), or P(new).
-//   - Follow-up: a slash command, a reply of at most four words (two
-//     characters of a spaceless script count one word), or at most eight
-//     opening with a reply word, continues the previous request's task,
-//     unless the words point at another task.
+//     In a repository a folder outside it counts only where a tool call
+//     works in it (a path pasted in a log or a URL names no checkout).
+//   - Harness artifacts: a message sent while the agent has not yet
+//     answered the previous request, a harness's own message (Claude
+//     Code's <command-name>, <local-command-stdout>, its caveat before
+//     local commands' output, "[Request interrupted by user", a loaded
+//     tool's notice, a skill's text) or a bare slash command continues
+//     that request's task and never opens one.
+//   - The scored model (score.go) decides everything else. For the
+//     current turn it scores, with three logistic heads over the same
+//     features, each decision it could make: continue the previous
+//     request's task, return to each earlier task, or open a new one
+//     (compared with the task its words are most like). Each head gives
+//     the probability that its decision is safe: the turn is that
+//     task's, and every earlier request it needs stays in the forwarded
+//     context (a new task keeps none). The features: the request's length
+//     and shape (short, a reply word, a back reference, pasted code or a
+//     log, a question, a numbered item of the agent's last answer, the
+//     agent having asked), the share of its term mass no task holds, the
+//     share the previous turn holds (a follow-up takes up its words), the
+//     number of other tasks and the length of the current run, the turn's
+//     tool calls so far and how many of the files they touch no task
+//     has, and against the candidate: its share of the request's terms,
+//     the share of its subject line named, its BM25 lead over the other
+//     tasks, the files the request names and the turn touches that it
+//     holds or only others hold, and how long ago it last ran. Terms are
+//     words (any script: Cyrillic words lower-cased; Han, Kana, Hangul,
+//     Thai as character pairs), word pairs and three-word phrases, and
+//     file paths relative to the working directory. The word classes
+//     (reply and back words, in several languages) are features whose
+//     weights the fit sets, not rules. The likeliest safe decision is
+//     taken; at or above the threshold it is routed, below it the turn
+//     falls back on a guess at the likeliest known task (a fallback never
+//     opens a task), and is scored again on its next call, when its tool
+//     calls may show where it works.
 //   - Model: when the above are below the threshold and Config.Model is set,
 //     an OpenAI-compatible model answers {"task", "confidence"}; a timeout or
 //     bad answer keeps the cheap decision, which then falls back.
 //
-// A confidence that is not finite is 0: the call falls back. Opening a task
-// needs P(new) at or above the threshold; below it the turn stays a guess
-// on the likeliest known task, so a fallback never invents a task.
+// A confidence that is not finite is 0: the call falls back.
+//
+// # Fitted, not set by hand
+//
+// The coefficients (coef_gen.go) are fitted by `go run ./cmd/rcm bench
+// fit` (bench/fit) on the hand-labelled real sessions of
+// testdata/real-sessions and the bench's synthetic sessions in the shared
+// layout, cross-validated with whole repositories held out; the report
+// (docs/router-fit.md) gives the measures in-sample and held out and the
+// reliability of the confidence. The structural signals' confidences
+// (workspace, tag) are not fitted: they are checked on the bench's
+// checkout layout (TestInterleaved in bench/spec).
 //
 // # Cost
 //
 // Only the head of each request (4 KiB), the head of tool-call arguments (320
 // bytes, 16 calls a turn), an earlier turn's last answer (2 KiB) and, per
-// task, its first and five latest routed turns are read; tool results never. Routing a call whose earlier turns are
-// labelled costs O(turns) bookkeeping plus O(tasks) text, whatever the size
-// of the history.
-//
-// The constants of lexical.go were set by hand on the shared data's
-// interleaved sessions in the shared layout; TestInterleaved checks them
-// there and in the checkout layout: at the default threshold 0.8 routed
-// decisions must be right at least 98% of the time in the shared layout,
-// with or without the title in returning requests (bench.ReturnsUntitled).
+// task, its first and five latest routed turns, and the turn before the
+// current one, are read; tool results never. Routing a call whose earlier
+// turns are labelled costs O(turns) bookkeeping plus O(tasks) text,
+// whatever the size of the history.
 package router

@@ -8,15 +8,24 @@ import (
 	"github.com/rcm-dev/rcm/transcript"
 )
 
-func FuzzTagFollowUp(f *testing.F) {
-	for _, s := range []string{"[task: a] x", "[task:", "[TASK : b]", "/review", "yes please", "<command-name>/x</command-name>"} {
-		f.Add(s)
+// FuzzRequestFeatures: the readers of a request's text (tag, artifact,
+// the word classes, pasted content, numbered items) take any text.
+func FuzzRequestFeatures(f *testing.F) {
+	for _, s := range []string{"[task: a] x", "[task:", "[TASK : b]", "/review", "yes please", "<command-name>/x</command-name>",
+		"step 3", "Traceback (most recent call last):\n  File \"x.py\", line 1", "这个不行", "1.\n2.", "\xff\xfe"} {
+		f.Add(s, "1. first\n2) second\nStep 3: third?")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Fuzz(func(t *testing.T, s, answer string) {
 		if tag := writtenTag(s); tag != "" && !validName(tag) {
 			t.Fatalf("writtenTag(%q) = invalid %q", s, tag)
 		}
-		isFollowUp(s)
+		artifact(s)
+		opensWithReply(s)
+		pointsBack(s)
+		if p := pasted(s); p < 0 || p > 1 {
+			t.Fatalf("pasted(%q) = %v", s, p)
+		}
+		namesItem(s, answer)
 	})
 }
 

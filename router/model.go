@@ -136,7 +136,7 @@ func (s *call) describe(i int) string {
 		first, latest := turns[0], turns[len(turns)-1]
 		var roots, files []string
 		for _, j := range turns {
-			sig := read(s.t, &s.f, s.t.Turns[j], requestCap, nil)
+			sig := read(s.t, &s.f, s.t.Turns[j], requestCap, nil, nil)
 			for _, set := range [][]string{sig.named, sig.workdirs, sig.touched} {
 				for _, r := range set {
 					roots = addRoot(roots, r)

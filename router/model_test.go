@@ -57,10 +57,10 @@ func TestModelClassifier(t *testing.T) {
 		{"fenced answer", "```json\n{\"task\": \"t1\", \"confidence\": 0.85}\n```", 0, ambiguous, "t1", MethodModel, 1, 0, true},
 		{"new task", `{"task": "new", "confidence": 0.9}`, 0, ambiguous, "t3", MethodModel, 1, 0, true},
 		{"unsure answer", `{"task": "t1", "confidence": 0.4}`, 0, ambiguous, "t1", MethodModel, 1, 0, false},
-		{"bad JSON", `t2 I think`, 0, ambiguous, "", MethodLexical, 1, 1, false},
-		{"unknown task", `{"task": "t9", "confidence": 0.9}`, 0, ambiguous, "", MethodLexical, 1, 1, false},
-		{"no confidence", `{"task": "t1"}`, 0, ambiguous, "", MethodLexical, 1, 1, false},
-		{"timeout", `{"task": "t2", "confidence": 0.99}`, time.Second, ambiguous, "", MethodLexical, 1, 1, false},
+		{"bad JSON", `t2 I think`, 0, ambiguous, "", MethodScored, 1, 1, false},
+		{"unknown task", `{"task": "t9", "confidence": 0.9}`, 0, ambiguous, "", MethodScored, 1, 1, false},
+		{"no confidence", `{"task": "t1"}`, 0, ambiguous, "", MethodScored, 1, 1, false},
+		{"timeout", `{"task": "t2", "confidence": 0.99}`, time.Second, ambiguous, "", MethodScored, 1, 1, false},
 		{"cheap signal confident", `{"task": "t2", "confidence": 0.99}`, 0, turn("Back in /work/ws1: also handle four-digit years."), "t1", MethodWorkspace, 0, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

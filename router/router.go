@@ -16,10 +16,8 @@ import (
 const (
 	MethodTag       = "tag"       // explicit tag: X-RCM-Task or "[task: name]"
 	MethodWorkspace = "workspace" // the checkout the turn names or works in
-	MethodFiles     = "files"     // files the request names, touched by one task
-	MethodLexical   = "lexical"   // BM25 similarity to each task's turns
-	MethodSubject   = "subject"   // the request names a task's subject line
-	MethodFollowUp  = "followup"  // a short reply continues the previous turn's task
+	MethodScored    = "scored"    // the fitted model over the request's features (score.go)
+	MethodFollowUp  = "followup"  // a harness's own message or an interruption continues the previous turn's task
 	MethodModel     = "model"     // the LLM classifier
 	MethodNew       = "new"       // the turn opens a task
 	MethodPrior     = "prior"     // the label stored by an earlier call
@@ -73,6 +71,9 @@ type Options struct {
 	// no longer holds (compaction removed them) is profiled from its seed,
 	// so that a request returning to it is routed to it, not to a new task.
 	Seeds map[string]string
+	// Candidates asks for the current turn's scored candidates in
+	// Plan.Candidates (the fit reads them; routing does not need them).
+	Candidates bool
 }
 
 // Plan is the routing of one call.
@@ -82,12 +83,16 @@ type Plan struct {
 	Fallback bool       // Current.Confidence < threshold: everything is kept
 	Keep     []int      // ascending turn indexes to forward (all when Fallback)
 	Usage    ModelUsage // the classifier's cost, apart from the agent's
+	// Candidates the model scored for the current turn, when
+	// Options.Candidates asked for them and the model decided it.
+	Candidates []Candidate
 }
 
 // Router classifies turns. It is safe for concurrent use.
 type Router struct {
 	cfg   Config
 	model *classifier
+	coef  *Coefficients
 }
 
 // New returns a Router for cfg.
@@ -96,7 +101,10 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	r := &Router{cfg: cfg}
+	r := &Router{cfg: cfg, coef: &fitted}
+	if cfg.Coefficients != nil {
+		r.coef = cfg.Coefficients
+	}
 	if cfg.Model != "" {
 		r.model = newClassifier(cfg)
 	}
@@ -122,7 +130,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	if opt.Threshold > 0 && opt.Threshold <= 1 {
 		thr = opt.Threshold
 	}
-	s := call{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds}
+	s := call{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds, coef: r.coef}
 	for _, id := range opt.Tasks {
 		s.noteTask(id)
 	}
@@ -137,7 +145,9 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 			pr := prior[i]
 			d = Decision{Task: pr.Task, Confidence: pr.Confidence, Method: MethodPrior, Routed: pr.Routed}
 		case i == last:
+			s.explain = opt.Candidates
 			d = s.classify(i, strings.TrimSpace(opt.Task))
+			p.Candidates = s.cands
 			if d.Confidence < thr && r.model != nil {
 				d = r.model.ask(ctx, &s, i, d, &p.Usage)
 			}
@@ -157,6 +167,9 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 				s.byTask[d.Task] = append(s.byTask[d.Task], i)
 			}
 		}
+	}
+	if d := s.ds[last]; d.Routed && d.Method == MethodNew {
+		s.absorb(last)
 	}
 	p.Turns = s.ds
 	p.Current = s.ds[last]
@@ -181,6 +194,10 @@ type call struct {
 	tasks  []string         // ids in order of appearance
 	byTask map[string][]int // routed turns of each task, ascending
 	seeds  map[string]string
+	coef   *Coefficients
+	// explain: keep the scored candidates of the turn being classified.
+	explain bool
+	cands   []Candidate
 }
 
 func (s *call) noteTask(id string) {
@@ -210,24 +227,22 @@ func one(task string, conf float64, method string) Decision {
 	return Decision{Task: task, Confidence: conf, Method: method, Scores: map[string]float64{task: conf}}
 }
 
-// Confidences of the cheap signals. Each was checked on the interleaved
-// sessions of the test data (see TestInterleaved): decisions at or above
-// the default threshold are right at least 95% of the time.
+// Confidences of the structural signals, checked on the bench's sessions
+// in their checkout layout (TestInterleaved in bench/spec): a checkout that
+// one task works in says which task a turn is, and real sessions in one
+// repository never reach these.
 const (
-	confFirst     = 1.0  // the first task of a session
 	confWorkspace = 0.97 // the checkout named by the request or used as workdir
 	confTouched   = 0.9  // a checkout only touched by a tool call's path
 	confNew       = 0.95 // a checkout no task has used yet
 	confNewMixed  = 0.85 // a new checkout named beside known ones
-	confFollowUp  = 0.9  // a short reply after a routed turn
-	confAlone     = 0.9  // one task so far and nothing opens another
 )
 
 // classify decides turn i from its signals and the routed turns before it.
 func (s *call) classify(i int, header string) Decision {
 	q := newQuery()
-	sig := read(s.t, &s.f, s.t.Turns[i], queryCap, q.add)
-	q.request, q.continues = sig.words, sig.continues
+	sig := read(s.t, &s.f, s.t.Turns[i], queryCap, q.adder(srcRequest), q.adder(srcActs))
+	q.request = sig.words
 	if tag := strings.ToLower(header); validName(tag) {
 		return one(tag, 1, MethodTag)
 	}
@@ -235,37 +250,38 @@ func (s *call) classify(i int, header string) Decision {
 		return one(sig.tag, 1, MethodTag)
 	}
 	if len(s.byTask) == 0 && len(s.tasks) == 0 {
-		return one(s.newID(), confFirst, MethodNew)
+		// The first task of a session: there is nothing else it could be.
+		return one(s.newID(), 1, MethodNew)
 	}
 	prof := s.profiles(i, q)
 	d, ok, only := s.workspace(sig, prof)
 	// A message sent before the agent answered the previous request (a
 	// slash command and its expansion, an addendum), or a harness's own
-	// notice (a loaded tool, a skill's text), continues that request's task
-	// unless it names another task's checkout: after compaction Codex and
-	// Claude Code re-send earlier requests without their answers, so an
-	// unanswered request before a return is no sign of an addendum.
-	if i > 0 && (s.interrupts(i) || injected(s.request(i))) && s.ds[i-1].Task != "" {
-		prev := s.ds[i-1]
+	// message (a loaded tool, a skill's text, a command's output), continues
+	// that request's task unless it names another task's checkout: after
+	// compaction Codex and Claude Code re-send earlier requests without
+	// their answers, so an unanswered request before a return is no sign of
+	// an addendum.
+	if prev := s.previous(i); i > 0 && prev != "" && (s.interrupts(i) || artifact(s.request(i))) {
 		known := ok && d.Method == MethodWorkspace
-		if (!known || d.Task == prev.Task) && (only == nil || slices.Contains(only, prev.Task)) {
-			return one(prev.Task, prev.Confidence, MethodFollowUp)
+		if (!known || d.Task == prev) && (only == nil || slices.Contains(only, prev)) {
+			return one(prev, s.confidenceOf(prev, i), MethodFollowUp)
 		}
 	}
 	if ok {
 		return d
 	}
-	lex := s.lexical(q, prof, only)
-	// A short reply continues the previous request's task unless its words
-	// point at another task.
-	if sig.followup && only == nil {
-		d, ok := s.followUp(i)
-		elsewhere := lex.Task != d.Task && lex.Method != MethodNew && lex.Confidence > 0.5
-		if ok && !elsewhere {
-			return d
+	return s.scored(i, q, prof, only)
+}
+
+// confidenceOf is the confidence of task's latest decision before turn i.
+func (s *call) confidenceOf(task string, i int) float64 {
+	for j := i - 1; j >= 0; j-- {
+		if s.ds[j].Task == task {
+			return s.ds[j].Confidence
 		}
 	}
-	return lex
+	return 0
 }
 
 // workspace decides from the checkouts the turn names or works in: the
@@ -321,22 +337,6 @@ func (s *call) interrupts(i int) bool {
 	return prev.End-prev.Start == 1
 }
 
-// followUp continues the task of the previous request turn.
-func (s *call) followUp(i int) (Decision, bool) {
-	for j := i - 1; j >= 0; j-- {
-		if s.t.Turns[j].Kind != transcript.Request {
-			continue
-		}
-		d := s.ds[j]
-		conf := confFollowUp
-		if !d.Routed {
-			conf = min(conf, d.Confidence)
-		}
-		return one(d.Task, conf, MethodFollowUp), d.Task != ""
-	}
-	return Decision{}, false
-}
-
 func owners(prof []profile, root string) []string {
 	var own []string
 	for k := range prof {
@@ -348,4 +348,19 @@ func owners(prof []profile, root string) []string {
 		}
 	}
 	return own
+}
+
+// absorb gives the task that turn i opens the turns just before it that
+// fell back and were never routed: a request too short to place opened
+// the task, and the turns that followed it showed it was new work. Those
+// turns were forwarded with everything, so nothing was hidden from them;
+// from now on they are the new task's.
+func (s *call) absorb(i int) {
+	d := s.ds[i]
+	for j := i - 1; j >= 0; j-- {
+		if s.ds[j].Routed || s.t.Turns[j].Kind == transcript.Summary {
+			return
+		}
+		s.ds[j] = Decision{Task: d.Task, Confidence: d.Confidence, Method: MethodNew, Routed: true}
+	}
 }

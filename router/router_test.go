@@ -77,10 +77,10 @@ func TestRouteSignals(t *testing.T) {
 		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodNew, false, []int{2}},
 		{"written tag", turn("[task: Auth-Fix] add a regression test for the validators"), Options{}, "auth-fix", MethodTag, false, []int{2}},
 		{"header tag wins", turn("[task: other] add a test"), Options{Task: "t1"}, "t1", MethodTag, false, []int{0, 2}},
-		{"follow-up", turn("yes please"), Options{}, "t2", MethodFollowUp, false, []int{1, 2}},
+		{"follow-up", turn("yes please"), Options{}, "t2", MethodScored, false, []int{1, 2}},
 		{"slash command", turn("/review"), Options{}, "t2", MethodFollowUp, false, []int{1, 2}},
-		{"files", turn("Can you open django/contrib/admin/views/main.py again and check it?"), Options{}, "t2", MethodFiles, false, []int{1, 2}},
-		{"lexical", turn("The parse_http_date two-digit years logic should follow RFC 7231 and compare with the current year."), Options{}, "t1", MethodLexical, false, []int{0, 2}},
+		{"files", turn("Can you open django/contrib/admin/views/main.py again and check it?"), Options{}, "t2", MethodScored, false, []int{1, 2}},
+		{"lexical", turn("The parse_http_date two-digit years logic should follow RFC 7231 and compare with the current year."), Options{}, "t1", MethodScored, false, []int{0, 2}},
 		{"ambiguous falls back", turn("Please write a short summary of everything you changed today for the changelog."), Options{}, "", "", true, []int{0, 1, 2}},
 		{"threshold override", turn("Back in /work/ws1: also handle four-digit years."), Options{Threshold: 1}, "t1", MethodWorkspace, true, []int{0, 1, 2}},
 	} {

@@ -7,23 +7,22 @@ import (
 	"github.com/rcm-dev/rcm/transcript"
 )
 
-// signals are the cheap facts of one turn: an explicit tag, whether its
-// request is a short follow-up, and the workspaces it names or works in.
+// signals are the cheap facts of one turn: an explicit tag and the
+// workspaces it names or works in.
 type signals struct {
-	tag      string
-	followup bool
+	tag string
 	// workspaces named by the request text, used as a working directory
 	// by a tool call, or touched by any path of a tool call.
 	named, workdirs, touched []string
-	words                    int  // terms of the request (with repeats)
-	continues                bool // the request opens with a reply word
+	words                    int // terms of the request (with repeats)
 }
 
 // read gathers the signals of turn tn, reading the first cap bytes of its
-// request, and, when terms is not nil, feeds the turn's lexical terms to it.
-func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms func(term, int)) signals {
+// request, and, when terms is not nil, feeds the lexical terms of the
+// request to terms and those of its tool calls to args.
+func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms, args func(term, int)) signals {
 	req := str.Clip(t.Messages[tn.Start].Text(), cap)
-	s := signals{tag: writtenTag(req), followup: isFollowUp(req)}
+	s := signals{tag: writtenTag(req)}
 	n := 0
 	c := collector{f: f, terms: func(h term, kind int) {
 		n++
@@ -33,12 +32,7 @@ func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms
 	}, roots: &s.named}
 	scan(req, f, &c)
 	s.words = n
-	if f := strings.Fields(str.Clip(req, 64)); len(f) > 0 {
-		first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
-		s.continues = replyWords[first]
-	}
-	s.continues = s.continues || refersBack(req)
-	c.terms = terms
+	c.terms = args
 	c.roots, c.workdirs = &s.touched, &s.workdirs
 	eachCall(t, tn, func(args string) { scan(str.Clip(args, argumentCap), f, &c) })
 	if terms != nil && cap == requestCap {
@@ -93,7 +87,10 @@ func (c *collector) path(p, ws string, workdir bool) {
 	if c.raw {
 		ws = p
 	}
-	if ws == "" {
+	// In a repository, a folder outside it is a workspace only where a
+	// tool call works in it: a path a request or an argument merely
+	// mentions there is a pasted log's, a URL's or a library's.
+	if ws == "" || !c.raw && c.f.repo && !workdir && strings.HasPrefix(ws, "/") {
 		return
 	}
 	*c.roots = addRoot(*c.roots, ws)
@@ -153,69 +150,6 @@ func validName(s string) bool {
 	return true
 }
 
-// followWords open short replies that continue whatever the agent was doing.
-var followWords = map[string]bool{
-	"yes": true, "yeah": true, "yep": true, "yup": true, "ok": true, "okay": true, "sure": true,
-	"go": true, "do": true, "please": true, "continue": true, "proceed": true, "commit": true,
-	"push": true, "lgtm": true, "sounds": true, "thanks": true, "great": true, "perfect": true,
-	"nice": true, "let's": true, "lets": true, "now": true, "and": true, "also": true,
-	"fine": true, "good": true, "cool": true, "right": true, "exactly": true, "no": true,
-	"nope": true, "done": true, "retry": true, "again": true, "that": true, "agreed": true,
-}
-
-// replyWords open a request that answers the agent or adds to what was
-// said: it continues the conversation rather than starting something.
-var replyWords = map[string]bool{
-	"and": true, "also": true, "but": true, "plus": true, "yes": true, "yeah": true, "yep": true,
-	"ok": true, "okay": true, "sure": true, "right": true, "no": true, "nope": true,
-}
-
-// backPhrases in a request's opening line refer to work already under way
-// ("back to the parser", "more on that issue"): the request returns to a
-// task, however new its pasted text looks.
-var backPhrases = []string{
-	"back to ", "more on ", "more context", "that issue", "that bug", "that task",
-	"that fix", "that change", "that one", "the same issue", "the earlier", "the previous",
-	"returning to ", "as before",
-}
-
-// refersBack reports whether the opening line of a request refers to work
-// already under way.
-func refersBack(req string) bool {
-	line, _, _ := strings.Cut(str.Clip(req, 160), "\n")
-	line = strings.ToLower(line)
-	for _, p := range backPhrases {
-		if strings.Contains(line, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// isFollowUp reports whether a request is a short follow-up that continues
-// the current task: a slash command ("/review", or Claude Code's
-// <command-name>/review</command-name>), at most four words, or at most
-// eight words opening with a reply word ("yes", "go", "commit", "let's", ...).
-func isFollowUp(text string) bool {
-	text = strings.TrimSpace(text)
-	if strings.Contains(text, "<command-name>/") {
-		return true
-	}
-	f := strings.Fields(text)
-	if len(f) == 0 {
-		return false
-	}
-	n := wordCount(f)
-	if slash(f[0]) && n <= 8 {
-		return true
-	}
-	if n <= 4 {
-		return true
-	}
-	first := strings.ToLower(strings.TrimRight(f[0], ",.!:;"))
-	return n <= 8 && followWords[first]
-}
-
 // wordCount counts words, and in scripts written without spaces one word
 // per two characters (a Chinese or Japanese sentence is one field).
 func wordCount(fields []string) int {
@@ -247,18 +181,24 @@ func slash(w string) bool {
 	return true
 }
 
-// injections are how harnesses open the user messages they write
-// themselves in the middle of the agent's work: Claude Code's notice of a
-// loaded tool and the text of a skill it launched.
-var injections = []string{"Tool loaded.", "Base directory for this skill:"}
+// artifacts are how harnesses open the user messages they write
+// themselves: Claude Code's notice of a loaded tool, the text of a skill
+// it launched, a slash command's expansion and output, the caveat before
+// local commands' output, an interruption marker; aider's own lines.
+var artifacts = []string{"Tool loaded.", "Base directory for this skill:", "<command-name>", "<command-message>",
+	"<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>",
+	"Caveat: The messages below were generated by the user while running local commands",
+	"[Request interrupted by user", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>"}
 
-// injected reports whether a request is a harness's own message.
-func injected(text string) bool {
-	text = strings.TrimSpace(str.Clip(text, 64))
-	for _, p := range injections {
+// artifact reports whether a request is a harness's own message, or a bare
+// slash command, which never opens a task.
+func artifact(text string) bool {
+	text = strings.TrimSpace(str.Clip(text, 160))
+	for _, p := range artifacts {
 		if strings.HasPrefix(text, p) {
 			return true
 		}
 	}
-	return false
+	f := strings.Fields(text)
+	return len(f) > 0 && len(f) <= 3 && slash(f[0])
 }

@@ -32,6 +32,7 @@ const benchUsage = `Usage:
   rcm bench spec [flags]     write a bench spec: the demo pack's, or one built from --data
   rcm bench proxy [flags]    the proxy's overhead side by side: direct, Caddy, native, router, rcm
   rcm bench floor KIND       serve a floor rcm bench proxy measures against (relay or bare)
+  rcm bench fit [flags]      fit the router's scored model on labelled sessions (router/coef_gen.go)
 `
 
 func bench(args []string) error {
@@ -53,6 +54,10 @@ func bench(args []string) error {
 		return benchSpec(args[1:], os.Stdout, os.Stderr)
 	case "floor":
 		return benchFloor(args[1:])
+	case "fit":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return benchFit(ctx, args[1:], os.Stdout, os.Stderr)
 	case "proxy":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rcm-dev/rcm/bench/chatlog"
+	"github.com/rcm-dev/rcm/bench/fit"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
+)
+
+// fitCommand is how router/coef_gen.go names the command that made it.
+const fitCommand = "go run ./cmd/rcm bench fit"
+
+type fitConfig struct {
+	sessions, data, out, report string
+	folds                       int64
+	lambda, synthetic           float64
+}
+
+// benchFit fits the router's scored model on labelled real sessions and the
+// bench's synthetic ones, cross-validates it by repository, writes the
+// generated coefficients and the report.
+func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := fitConfig{sessions: "testdata/real-sessions", data: "../shared/data", out: "router/coef_gen.go", report: "docs/router-fit.md",
+		folds: 5, lambda: 10, synthetic: 0.5}
+	opts := []option{
+		{flag: "sessions", env: "RCM_FIT_SESSIONS", help: "comma-separated folders of labelled real sessions (raw/ and labels/; default testdata/real-sessions)", set: stringOpt(&c.sessions)},
+		{flag: "data", env: "RCM_FIT_DATA", help: "shared data folder whose trajectories make the bench's synthetic sessions (default ../shared/data; \"\" for none)", set: stringOpt(&c.data)},
+		{flag: "out", env: "RCM_FIT_OUT", help: "the generated coefficients (default router/coef_gen.go; \"\" to write none)", set: stringOpt(&c.out)},
+		{flag: "report", env: "RCM_FIT_REPORT", help: "the fit's report, markdown (default docs/router-fit.md; \"\" for stdout only)", set: stringOpt(&c.report)},
+		{flag: "folds", env: "RCM_FIT_FOLDS", help: "cross-validation folds, whole repositories each (default 5)", set: intOpt(&c.folds)},
+		{flag: "lambda", env: "RCM_FIT_LAMBDA", help: "L2 penalty of the logistic heads (default 10)", set: floatOpt(&c.lambda)},
+		{flag: "synthetic-weight", env: "RCM_FIT_SYNTHETIC_WEIGHT", help: "share of each head's row weight the synthetic sessions carry (default 0.5)", set: floatOpt(&c.synthetic)},
+	}
+	if err := parseOptions("bench fit", args, opts, false, "Usage: rcm bench fit [flags]\n\nFits the router's scored model (router/coef_gen.go) and reports it, cross-validated by repository."); err != nil {
+		return err
+	}
+	if !(c.lambda > 0) || c.folds < 2 {
+		return fmt.Errorf("bench fit: --lambda %v, --folds %d: want a positive penalty and at least 2 folds", c.lambda, c.folds)
+	}
+	var all []*fit.Session
+	for _, dir := range strings.Split(c.sessions, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		logs, err := chatlog.Read(dir)
+		if err != nil {
+			return err
+		}
+		ss, err := fit.Real(logs)
+		if err != nil {
+			return err
+		}
+		all = append(all, ss...)
+	}
+	if c.data != "" {
+		ss, err := synthetic(c.data)
+		if err != nil {
+			return err
+		}
+		all = append(all, ss...)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("bench fit: no sessions")
+	}
+	if !(c.synthetic > 0 && c.synthetic < 1) {
+		return fmt.Errorf("bench fit: --synthetic-weight %v: want a share in (0, 1) (--data \"\" fits on real sessions alone)", c.synthetic)
+	}
+	o := fit.Options{Folds: int(c.folds), Lambda: c.lambda, Synthetic: c.synthetic}
+	fmt.Fprintf(stderr, "fitting on %d sessions\n", len(all))
+	coef, err := fit.Fit(ctx, all, o)
+	if err != nil {
+		return err
+	}
+	if c.out != "" {
+		src, err := fit.Generate(coef, fitCommand)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.out, src, 0o644); err != nil {
+			return err
+		}
+	}
+	thresholds := []float64{0.7, 0.8, 0.9}
+	fmt.Fprintln(stderr, "cross-validating")
+	held, err := fit.CrossValidate(ctx, all, o, thresholds)
+	if err != nil {
+		return err
+	}
+	in, err := fit.Measure(ctx, all, coef, thresholds)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fit.Report(&b, all, in, held, thresholds, o)
+	if c.report != "" {
+		if err := os.WriteFile(c.report, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+// synthetic lays out the bench's sessions of a shared data folder in the
+// shared layout, with returns that quote their issue's title and with
+// returns that do not: the layouts where words decide (in the checkout
+// layout each task's checkout does).
+func synthetic(data string) ([]*fit.Session, error) {
+	tasks, _, err := benchspec.ReadData(data, benchspec.FormatMiniSWE)
+	if err != nil {
+		return nil, err
+	}
+	var out []*fit.Session
+	for _, returns := range []string{benchspec.ReturnsTitle, benchspec.ReturnsUntitled} {
+		spec, _, err := benchspec.NewSpec("fit", tasks, 1)
+		if err != nil {
+			return nil, err
+		}
+		spec.Layout, spec.Returns = benchspec.LayoutShared, returns
+		ss, err := fit.Synthetic(spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss...)
+	}
+	return out, nil
+}
+

@@ -1,0 +1,168 @@
+package router
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/chattest"
+)
+
+// session replays turns through the router one model call at a time, as a
+// harness sends them (a call at each request and after each tool result),
+// with the proxy's label store, and returns the plan of every call of the
+// last turn.
+func session(t *testing.T, r *Router, sys chat.Message, turns ...[]chat.Message) []Plan {
+	t.Helper()
+	st := store{}
+	ms := []chat.Message{sys}
+	var last []Plan
+	for _, turn := range turns {
+		last = nil
+		for k, m := range turn {
+			ms = append(ms, m)
+			// A call goes out after the request and after each tool
+			// result, never after an assistant message.
+			if m.Role == chat.RoleAssistant || k+1 < len(turn) && turn[k+1].Role == chat.RoleTool {
+				continue
+			}
+			_, p := st.route(t, r, chattest.Body(ms...), Options{})
+			last = append(last, p)
+		}
+	}
+	return last
+}
+
+// answered is a request with the agent's edits of files and its answer.
+func answered(req, answer string, files ...string) []chat.Message {
+	ms := []chat.Message{chattest.User(req)}
+	for k, f := range files {
+		id := "call_" + string(rune('a'+k))
+		ms = append(ms, chattest.ToolCall(id, "edit", map[string]string{"filePath": f}), chattest.ToolResult(id, "ok"))
+	}
+	return append(ms, chattest.Assistant(answer))
+}
+
+// keepsAll reports whether a plan forwards every turn.
+func keepsAll(p Plan) bool { return len(p.Keep) == len(p.Turns) }
+
+// TestPeoplesFollowUps are the follow-ups of issue 24 that used to open a
+// task: in one repository, after a second task was opened, each continues
+// the task just worked on, in several languages. It may fall back (all
+// turns forwarded); it may never open a task or route to the other one.
+func TestPeoplesFollowUps(t *testing.T) {
+	const proj = "/home/dev/shop"
+	plan := "Here is the plan:\n1. Add the Order model\n2. Add the checkout view\n3. Wire the /checkout route\n4. Add tests\n\nShall I start?"
+	options := "Two ways to do it:\n1. Keep the cart in the session\n2. Store the cart in the database\n\nWhich do you prefer?"
+	first := answered("Add a /health endpoint to the API server in server/health.go that returns the build version.", "Added the endpoint.", proj+"/server/health.go")
+	second := answered("Build a checkout flow for the shop: an order model, a checkout view and its route.", plan, proj+"/shop/orders.py")
+	optionsTurn := answered("How should the cart be kept between requests?", options)
+	for _, c := range []struct {
+		name string
+		last []chat.Message
+	}{
+		{"step 3", answered("go on with step 3 of the plan", "Done.", proj+"/shop/urls.py")},
+		{"option 2", answered("use option 2", "Done.", proj+"/shop/cart.py")},
+		{"requirements changed", answered("the requirements changed a little: the checkout must also ask for a delivery date, and orders need a status field.", "Done.", proj+"/shop/orders.py")},
+		{"pasted snippet", answered("```python\nclass Order(models.Model):\n    total = models.DecimalField(max_digits=8)\n```\nthis fails on migrate", "Fixed.", proj+"/shop/orders.py")},
+		{"stack trace", answered("Traceback (most recent call last):\n  File \"shop/views.py\", line 12, in checkout\n    order.save()\ndjango.db.utils.IntegrityError: NOT NULL constraint failed: shop_order.status", "Fixed.", proj+"/shop/views.py")},
+		{"that didn't work", answered("that didn't work, still the same error", "Fixed.", proj+"/shop/views.py")},
+		{"review comment", answered("Review comment from the bot on shop/views.py line 14: `order.total` is computed before the discount is applied; compute it after.", "Fixed.", proj+"/shop/views.py")},
+		{"es", answered("sigue con el paso 3 del plan", "Hecho.", proj+"/shop/urls.py")},
+		{"de", answered("Das hat nicht funktioniert, immer noch derselbe Fehler", "Behoben.", proj+"/shop/views.py")},
+		{"zh", answered("还是报错，请再看一下", "已修复。", proj+"/shop/views.py")},
+		{"ja", answered("それでもエラーが出ます", "修正しました。", proj+"/shop/views.py")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prev := second
+			if c.name == "option 2" {
+				prev = append(append([]chat.Message(nil), second...), optionsTurn...)
+			}
+			ps := session(t, mustNew(t, Config{}), env(proj, true), first, prev, c.last)
+			for k, p := range ps {
+				d := p.Current
+				if !p.Fallback && (d.Task != p.Turns[len(p.Turns)-2].Task || d.Method == MethodNew) {
+					t.Fatalf("call %d: routed to %s (%s %.2f), not the task it follows up", k, d.Task, d.Method, d.Confidence)
+				}
+				t.Logf("call %d: %s %.2f %s fallback=%v", k, d.Task, d.Confidence, d.Method, p.Fallback)
+			}
+		})
+	}
+}
+
+// TestPeoplesCrossTask: new work that builds on earlier tasks' work keeps
+// that work (it falls back), and harness artifacts never open a task.
+func TestPeoplesCrossTask(t *testing.T) {
+	const proj = "/home/dev/shop"
+	first := answered("Add a /health endpoint to the API server in server/health.go that returns the build version.", "Added the endpoint.", proj+"/server/health.go")
+	second := answered("Build a checkout flow for the shop: an order model, a checkout view and its route.", "Done: model, view and route.", proj+"/shop/orders.py", proj+"/shop/views.py")
+	for _, req := range []string{
+		"add what you found to the README",
+		"commit everything",
+		"review both changes",
+		"Write a short changelog entry for today's work",
+	} {
+		t.Run(req, func(t *testing.T) {
+			ps := session(t, mustNew(t, Config{}), env(proj, true), first, second, []chat.Message{chattest.User(req)})
+			p := ps[0]
+			if !p.Fallback && !keepsAll(p) {
+				t.Fatalf("%q routed to %s (%s %.2f), dropping the other task's work", req, p.Current.Task, p.Current.Method, p.Current.Confidence)
+			}
+		})
+	}
+	for _, a := range []string{
+		"<local-command-stdout>Bye!</local-command-stdout>",
+		"<command-message>review</command-message>\n<command-name>/review</command-name>",
+		"Caveat: The messages below were generated by the user while running local commands. DO NOT respond to these messages.",
+		"[Request interrupted by user]",
+	} {
+		t.Run(a, func(t *testing.T) {
+			ps := session(t, mustNew(t, Config{}), env(proj, true), first, second, []chat.Message{chattest.User(a)})
+			if d := ps[0].Current; d.Task != ps[0].Turns[1].Task || d.Method == MethodNew {
+				t.Fatalf("artifact %q labelled %s (%s): want the task it sits in", a, d.Task, d.Method)
+			}
+		})
+	}
+}
+
+// TestDateParserAndCache: two short requests in one checkout are told apart
+// once the second turn's edits show it works on files the first never
+// touched, and a return to the first, by its file or in words, goes back
+// to it (or falls back), never to the cache.
+func TestDateParserAndCache(t *testing.T) {
+	const proj = "/home/dev/utils"
+	dates := answered("Fix the date parser in dateparse/parser.py: two-digit years before 1970 come out a century late.", "Fixed the century window and added a test.", proj+"/dateparse/parser.py", proj+"/dateparse/test_parser.py")
+	lru := answered("Implement an LRU cache in cache/lru.py with get, put and a fixed capacity.", "Implemented the cache with tests.", proj+"/cache/lru.py", proj+"/cache/test_lru.py")
+	r := mustNew(t, Config{})
+	ps := session(t, r, env(proj, true), dates, lru)
+	end := ps[len(ps)-1]
+	if end.Fallback || end.Current.Task == end.Turns[0].Task {
+		t.Fatalf("the cache's turn, once it edited cache/lru.py: %+v fallback %v; want a task of its own", end.Current, end.Fallback)
+	}
+	for _, c := range []struct {
+		name string
+		back []chat.Message
+	}{
+		{"by file", answered("In dateparse/parser.py also accept ISO week dates like 2024-W05.", "Done.", proj+"/dateparse/parser.py")},
+		{"in words", answered("Back to the date parser: it should also handle time zones.", "Done.", proj+"/dateparse/parser.py")},
+		{"es", answered("Volvamos al parser de fechas: que acepte zonas horarias.", "Hecho.", proj+"/dateparse/parser.py")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := session(t, r, env(proj, true), dates, lru, c.back)
+			routed := false
+			for k, p := range ps {
+				d := p.Current
+				if !p.Fallback && d.Task != p.Turns[0].Task {
+					t.Fatalf("call %d: routed to %s (%s %.2f), not the date parser's %s", k, d.Task, d.Method, d.Confidence, p.Turns[0].Task)
+				}
+				routed = routed || !p.Fallback
+				if !p.Fallback && slices.Contains(p.Keep, 1) {
+					t.Fatalf("call %d: the cache's turn kept while routed to the date parser", k)
+				}
+			}
+			if !routed {
+				t.Errorf("the return never routed")
+			}
+		})
+	}
+}

@@ -153,6 +153,11 @@ func TestSpecStory(t *testing.T) {
 	if ms[1].Content != "INFO Initializing" || ms[0].Content != "Te ayudo a lanzar el JAR." {
 		t.Errorf("command step %q, output %q", ms[0].Content, ms[1].Content)
 	}
+	// A CRLF export: the message keeps its "\r" (labels quote it so).
+	crlf := parseSpecStory("_**User**_\r\n\r\nWeird\r\n\r\nline two\r\n\r\n---\r\n\r\n_**Assistant**_\r\n\r\nok\r\n", "/w")
+	if len(crlf) != 1 || crlf[0].Request != "Weird\r\n\r\nline two" || summary(crlf[0].Messages) != "assistant" {
+		t.Errorf("CRLF: %+v", crlf)
+	}
 	edit := gjson.Parse(ms[0].ToolCalls[2].Function.Arguments)
 	if edit.Get("oldString").String() != "        this.x = x;\n        setTitle(\"Saved Words - Game\");\n" ||
 		edit.Get("newString").String() != "        this.x = x;\n        setTitle(\"Saved Words\");\n" {

@@ -295,21 +295,24 @@ func TestLabelMismatch(t *testing.T) {
 	}
 }
 
-// fuzzParse checks a parser never panics, yields no more turns than the
-// input has lines, and pairs every tool call with its result.
+// fuzzParse checks a parser never panics, stays bounded (no more turns
+// than the input has lines, at most two messages a line: a call and its
+// result), and pairs every tool call with its result.
 func fuzzParse(f *testing.F, parse func(text, workdir string) []chat.Turn, seeds ...string) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		turns := parse(text, "/home/user/project")
-		if len(turns) > strings.Count(text, "\n")+1 {
-			t.Fatalf("%d turns from %d lines", len(turns), strings.Count(text, "\n")+1)
-		}
+		lines, messages := strings.Count(text, "\n")+1, 0
 		for i, turn := range turns {
 			if err := trajectory.ValidateMessages(turn.Messages); err != nil {
 				t.Fatalf("turn %d: %v", i, err)
 			}
+			messages += len(turn.Messages)
+		}
+		if len(turns) > lines || messages > 2*lines {
+			t.Fatalf("%d turns and %d messages from %d lines", len(turns), messages, lines)
 		}
 	})
 }

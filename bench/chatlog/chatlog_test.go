@@ -72,7 +72,8 @@ func summary(ms []chat.Message) string {
 func TestAider(t *testing.T) {
 	// Snippets of testdata/real-sessions: 011's opening (a message with a
 	// blank line, a SEARCH/REPLACE creation, a README's "#### Windows"
-	// heading), 006's shell runs, 002's whole-file edit.
+	// heading), 006's shell runs, 002's /add and whole-file edit, and a
+	// file added after the reply (read-only, with a drive letter).
 	log := "# aider chat started at 2025-01-14 11:56:56\n\n" +
 		"> Aider v0.71.0  \n\n" +
 		"#### Description: Create a tool to log and categorize expenses.  \n####   \n#### Libraries: csv, datetime.  \n\n" +
@@ -83,14 +84,15 @@ func TestAider(t *testing.T) {
 		"> git revert a8efc60  \n> Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: y  \n> Running git revert a8efc60  \n" +
 		"> Add command output to the chat? (Y)es/(N)o/(D)on't ask again [Yes]: y  \n> Added 12 lines of output to the chat.  \n\n" +
 		"#### /add src\\component\\App.js  \n> Added src\\component\\App.js to the chat  \n\n" +
-		"#### add a clear button  \n\nsrc\\component\\App.js\n```\nimport React from \"react\";\n```\n\nThis adds a button.\n\n> Applied edit to src\\component\\App.js  \n"
+		"#### add a clear button  \n\nsrc\\component\\App.js\n```\nimport React from \"react\";\n\nexport default App;\n```\n\nThis adds a button.\n\n> Applied edit to src\\component\\App.js  \n" +
+		"> Add file to the chat? (Y)es/(N)o [Yes]: y  \n> Added D:\\work\\error.log to the chat (read-only).  \n"
 	turns := parseAider(log, "/home/user/calc")
 	want := []struct{ request, summary string }{
 		{"Description: Create a tool to log and categorize expenses.\n\nLibraries: csv, datetime.",
 			"assistant write:/home/user/calc/expense_tracker.py write:/home/user/calc/README.md | tool | tool"},
 		{"revert commit", "assistant bash:git revert a8efc60 | tool"},
-		{`/add src\component\App.js`, ""},
-		{"add a clear button", "assistant write:/home/user/calc/src/component/App.js | tool | assistant"},
+		{`/add src\component\App.js`, "assistant read:/home/user/calc/src/component/App.js | tool"},
+		{"add a clear button", "assistant write:/home/user/calc/src/component/App.js | tool | assistant read:/work/error.log | tool"},
 	}
 	if len(turns) != len(want) {
 		t.Fatalf("%d turns, want %d: %+v", len(turns), len(want), turns)
@@ -103,6 +105,9 @@ func TestAider(t *testing.T) {
 	readme := gjson.Get(turns[0].Messages[0].ToolCalls[1].Function.Arguments, "content").String()
 	if readme != "# Expense Tracker\n#### Windows\n```bash\npython main.py\n```\n" {
 		t.Errorf("README content %q", readme)
+	}
+	if whole := gjson.Get(turns[3].Messages[0].ToolCalls[0].Function.Arguments, "content").String(); whole != "import React from \"react\";\n\nexport default App;\n" {
+		t.Errorf("whole file %q", whole)
 	}
 	if r := turns[1].Messages[1].Content; !strings.Contains(r, "12 lines") {
 		t.Errorf("shell result %q", r)

@@ -9,10 +9,15 @@
 //     Switch-SWE rule, tasks from SWE-bench records, the embedded demo pack,
 //     and the model calls a schedule makes (Calls);
 //   - trajectory: importers of public trajectory formats (mini-swe-agent,
-//     OpenHands, Claude Code sessions) into OpenCode's chat messages;
+//     OpenHands, Claude Code sessions and logs, Codex rollouts) into
+//     OpenCode's chat messages;
+//   - chatlog: real session logs people keep (aider, SpecStory, Claude Code,
+//     Codex) and their hand labels, as the turns OpenCode would send;
 //   - replay: the model-free replay (`rcm bench replay`) through a running
 //     proxy against the scripted upstream, its metrics, costs and the
 //     compaction call, and its results (results.json, report.md, plots);
+//     with --sessions, the replay of real sessions, their metrics against
+//     the labels, and the audit of every request;
 //   - run: the real-harness runner (`rcm bench run`): checkouts, the
 //     metering proxy in front of the upstream, the verifier, runs.jsonl;
 //   - harness: the driver interface a real coding agent implements for the
@@ -25,6 +30,7 @@
 //     proxy`).
 //
 // Dependencies run one way: trajectory <- spec <- replay, run <- report;
+// trajectory <- chatlog <- replay;
 // harness <- run; nothing here is imported by rcm's core packages, whose
 // tests share only internal/ helpers with the bench (internal/chat,
 // internal/scripted, internal/client/...).

@@ -2,6 +2,7 @@ package chatlog
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/rcm-dev/rcm/internal/chat"
@@ -37,6 +38,13 @@ func aiderSessions(text string) []string {
 	}
 	return out
 }
+
+// aider's "Added FILE to the chat" (also "(read-only)", or with a
+// period), and the count of a shell run's lines it says the same of.
+var (
+	aiderAdded  = regexp.MustCompile(`^Added (.+?) to the chat(?: \(read-only\))?\.?$`)
+	aiderOutput = regexp.MustCompile(`^\d+ lines? of output$`)
+)
 
 // aiderUser reports whether a line is a user line: aider writes "#### "
 // and the text with two trailing spaces (a markdown hard break), which the
@@ -84,31 +92,48 @@ func parseAider(text, workdir string) []chat.Turn {
 }
 
 // aiderReply converts a reply: aider's own output ("> " lines) says which
-// edits landed and which shell commands ran; the rest is the model's text,
-// whose SEARCH/REPLACE blocks (and whole files aider says it edited)
-// become edit and write calls. Shell runs come after the text, as aider
-// runs them once the reply is done.
+// files were added to the chat (read calls: before the text when added
+// before it, as /add does), which edits landed and which shell commands
+// ran; the rest is the model's text, whose SEARCH/REPLACE blocks (and
+// whole files aider says it edited) become edit and write calls. Shell
+// runs come after the text, as aider runs them once the reply is done.
 func aiderReply(lines []string, w *work) []chat.Message {
 	var prose []string
 	applied := map[string]bool{}
 	type run struct{ cmd, added string }
 	var runs []run
+	var early, late []string // files added to the chat before the reply's text, and after
+	said := false
 	for _, ln := range lines {
 		out, ok := strings.CutPrefix(ln, "> ")
 		if !ok && ln != ">" {
 			prose = append(prose, ln)
+			said = said || strings.TrimSpace(ln) != ""
 			continue
 		}
 		out = strings.TrimSpace(out)
+		added := aiderAdded.FindStringSubmatch(out)
 		switch {
 		case strings.HasPrefix(out, "Applied edit to "):
 			applied[w.abs(strings.TrimPrefix(out, "Applied edit to "))] = true
 		case strings.HasPrefix(out, "Running "):
 			runs = append(runs, run{cmd: strings.TrimPrefix(out, "Running ")})
-		case strings.HasPrefix(out, "Added ") && strings.HasSuffix(out, " of output to the chat.") && len(runs) > 0:
-			runs[len(runs)-1].added = strings.TrimSuffix(strings.TrimPrefix(out, "Added "), " of output to the chat.")
+		case added != nil && aiderOutput.MatchString(added[1]):
+			if len(runs) > 0 {
+				runs[len(runs)-1].added = added[1]
+			}
+		case added != nil && !said:
+			early = append(early, added[1])
+		case added != nil:
+			late = append(late, added[1])
 		}
 	}
+	read := func(files []string) {
+		for _, f := range files {
+			w.call("read", map[string]any{"filePath": w.abs(f)}, "(aider added the file to the chat; the log does not keep its content)")
+		}
+	}
+	read(early)
 	var text []string
 	for i := 0; i < len(prose); i++ {
 		if !strings.HasPrefix(prose[i], "```") {
@@ -151,6 +176,7 @@ func aiderReply(lines []string, w *work) []chat.Message {
 		i = end
 	}
 	w.say(strings.Join(text, "\n"))
+	read(late)
 	for _, r := range runs {
 		result := "(aider's log does not keep this command's output)"
 		if r.added != "" {

@@ -174,8 +174,8 @@ func detect(name string, b []byte) string {
 	return ""
 }
 
-// readFile reads one log and its labels; a JSONL log without a request is
-// no session. An aider file holding several sessions (one per "# aider
+// readFile reads one log and its labels; an unlabelled JSONL log without
+// a request is no session. An aider file holding several sessions (one per "# aider
 // chat started at" line) and no labels is one Session per session with a
 // message, named NAME-1, NAME-2, ... by its place in the file.
 func readFile(f string, b []byte) ([]Session, error) {
@@ -216,7 +216,7 @@ func readFile(f string, b []byte) ([]Session, error) {
 			read = trajectory.ReadCodexLog
 		}
 		tr, _, err := read(b, f, name)
-		if errors.Is(err, trajectory.ErrNoRequest) {
+		if errors.Is(err, trajectory.ErrNoRequest) && labels == nil {
 			return nil, nil // a subagent's log, an empty session
 		}
 		if err != nil {

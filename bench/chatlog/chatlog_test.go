@@ -72,7 +72,8 @@ func summary(ms []chat.Message) string {
 func TestAider(t *testing.T) {
 	// Snippets of testdata/real-sessions: 011's opening (a message with a
 	// blank line, a SEARCH/REPLACE creation, a README's "#### Windows"
-	// heading), 006's shell runs, 002's whole-file edit.
+	// heading), 006's shell runs, 002's /add and whole-file edit, and a
+	// file added after the reply (read-only, with a drive letter).
 	log := "# aider chat started at 2025-01-14 11:56:56\n\n" +
 		"> Aider v0.71.0  \n\n" +
 		"#### Description: Create a tool to log and categorize expenses.  \n####   \n#### Libraries: csv, datetime.  \n\n" +
@@ -83,14 +84,15 @@ func TestAider(t *testing.T) {
 		"> git revert a8efc60  \n> Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: y  \n> Running git revert a8efc60  \n" +
 		"> Add command output to the chat? (Y)es/(N)o/(D)on't ask again [Yes]: y  \n> Added 12 lines of output to the chat.  \n\n" +
 		"#### /add src\\component\\App.js  \n> Added src\\component\\App.js to the chat  \n\n" +
-		"#### add a clear button  \n\nsrc\\component\\App.js\n```\nimport React from \"react\";\n```\n\nThis adds a button.\n\n> Applied edit to src\\component\\App.js  \n"
+		"#### add a clear button  \n\nsrc\\component\\App.js\n```\nimport React from \"react\";\n\nexport default App;\n```\n\nThis adds a button.\n\n> Applied edit to src\\component\\App.js  \n" +
+		"> Add file to the chat? (Y)es/(N)o [Yes]: y  \n> Added D:\\work\\error.log to the chat (read-only).  \n"
 	turns := parseAider(log, "/home/user/calc")
 	want := []struct{ request, summary string }{
 		{"Description: Create a tool to log and categorize expenses.\n\nLibraries: csv, datetime.",
 			"assistant write:/home/user/calc/expense_tracker.py write:/home/user/calc/README.md | tool | tool"},
 		{"revert commit", "assistant bash:git revert a8efc60 | tool"},
-		{`/add src\component\App.js`, ""},
-		{"add a clear button", "assistant write:/home/user/calc/src/component/App.js | tool | assistant"},
+		{`/add src\component\App.js`, "assistant read:/home/user/calc/src/component/App.js | tool"},
+		{"add a clear button", "assistant write:/home/user/calc/src/component/App.js | tool | assistant read:/work/error.log | tool"},
 	}
 	if len(turns) != len(want) {
 		t.Fatalf("%d turns, want %d: %+v", len(turns), len(want), turns)
@@ -103,6 +105,9 @@ func TestAider(t *testing.T) {
 	readme := gjson.Get(turns[0].Messages[0].ToolCalls[1].Function.Arguments, "content").String()
 	if readme != "# Expense Tracker\n#### Windows\n```bash\npython main.py\n```\n" {
 		t.Errorf("README content %q", readme)
+	}
+	if whole := gjson.Get(turns[3].Messages[0].ToolCalls[0].Function.Arguments, "content").String(); whole != "import React from \"react\";\n\nexport default App;\n" {
+		t.Errorf("whole file %q", whole)
 	}
 	if r := turns[1].Messages[1].Content; !strings.Contains(r, "12 lines") {
 		t.Errorf("shell result %q", r)
@@ -152,6 +157,11 @@ func TestSpecStory(t *testing.T) {
 	ms := turns[0].Messages
 	if ms[1].Content != "INFO Initializing" || ms[0].Content != "Te ayudo a lanzar el JAR." {
 		t.Errorf("command step %q, output %q", ms[0].Content, ms[1].Content)
+	}
+	// A CRLF export: the message keeps its "\r" (labels quote it so).
+	crlf := parseSpecStory("_**User**_\r\n\r\nWeird\r\n\r\nline two\r\n\r\n---\r\n\r\n_**Assistant**_\r\n\r\nok\r\n", "/w")
+	if len(crlf) != 1 || crlf[0].Request != "Weird\r\n\r\nline two" || summary(crlf[0].Messages) != "assistant" {
+		t.Errorf("CRLF: %+v", crlf)
 	}
 	edit := gjson.Parse(ms[0].ToolCalls[2].Function.Arguments)
 	if edit.Get("oldString").String() != "        this.x = x;\n        setTitle(\"Saved Words - Game\");\n" ||
@@ -290,21 +300,24 @@ func TestLabelMismatch(t *testing.T) {
 	}
 }
 
-// fuzzParse checks a parser never panics, yields no more turns than the
-// input has lines, and pairs every tool call with its result.
+// fuzzParse checks a parser never panics, stays bounded (no more turns
+// than the input has lines, at most two messages a line: a call and its
+// result), and pairs every tool call with its result.
 func fuzzParse(f *testing.F, parse func(text, workdir string) []chat.Turn, seeds ...string) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		turns := parse(text, "/home/user/project")
-		if len(turns) > strings.Count(text, "\n")+1 {
-			t.Fatalf("%d turns from %d lines", len(turns), strings.Count(text, "\n")+1)
-		}
+		lines, messages := strings.Count(text, "\n")+1, 0
 		for i, turn := range turns {
 			if err := trajectory.ValidateMessages(turn.Messages); err != nil {
 				t.Fatalf("turn %d: %v", i, err)
 			}
+			messages += len(turn.Messages)
+		}
+		if len(turns) > lines || messages > 2*lines {
+			t.Fatalf("%d turns and %d messages from %d lines", len(turns), messages, lines)
 		}
 	})
 }

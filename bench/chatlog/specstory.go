@@ -27,10 +27,9 @@ var (
 // closes its block; the reply runs to the next user marker, several
 // assistant markers in a row being one reply.
 func parseSpecStory(text, workdir string) []chat.Turn {
+	// Lines keep a CRLF file's "\r": a message is quoted as it was
+	// written; the markers allow it.
 	lines := strings.Split(text, "\n")
-	for i, ln := range lines {
-		lines[i] = strings.TrimSuffix(ln, "\r")
-	}
 	var turns []chat.Turn
 	ids := 0
 	var cur []string

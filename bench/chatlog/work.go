@@ -68,9 +68,13 @@ func (w *work) messages() []chat.Message {
 }
 
 // abs is a logged file name as an absolute path under the workdir:
-// Windows separators become slashes, an absolute path stays.
+// Windows separators become slashes, an absolute path stays (a Windows
+// one without its drive letter).
 func (w *work) abs(name string) string {
 	name = strings.ReplaceAll(strings.TrimSpace(name), `\`, "/")
+	if len(name) > 2 && name[1] == ':' && name[2] == '/' {
+		name = name[2:]
+	}
 	if path.IsAbs(name) {
 		return path.Clean(name)
 	}

@@ -17,6 +17,12 @@
 // Means over sessions with 95% t-intervals, near and far apart. Results
 // writes results.json, report.md and the plots.
 //
+// Logs replays real session logs (bench/chatlog) instead: each session
+// once per mode and threshold, as OpenCode would have sent it; over the
+// labelled ones it measures what the labels say each request needed
+// against what was forwarded (LogMetrics), and for every session it lists
+// each request's decision and drops (Audit).
+//
 // Caveats: the replay talks to a running proxy over HTTP as a harness
 // would; it must not import proxy internals. It reads task records from the
 // inspector as JSON; Options.Render turns them into text (cmd/rcm wires

@@ -168,8 +168,9 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 	if u.threshold >= 0 {
 		th = strconv.FormatFloat(u.threshold, 'f', -1, 64)
 	}
-	// The session's index keeps ids apart where names repeat.
-	sid := fmt.Sprintf("bench-%s-log%d-%s-%s-%s", r.nonce, u.session, p.sess.Name, u.mode, th)
+	// By the session's index, not its name: names repeat across folders,
+	// and a log's name (SpecStory's is its title) can be long or not ASCII.
+	sid := fmt.Sprintf("bench-%s-log%d-%s-%s", r.nonce, u.session, u.mode, th)
 	fail := func(k int, err error) error {
 		return fmt.Errorf("bench: session %s, mode %s, threshold %s, call %d: %w", p.sess.Name, u.mode, th, k, err)
 	}

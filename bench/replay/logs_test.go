@@ -2,6 +2,7 @@ package replay
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/chatlog"
@@ -30,6 +31,9 @@ func TestLogMeasure(t *testing.T) {
 	p, err := newLogPlan(s, APIChat)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sys := string(p.messages[0]); !strings.Contains(sys, "Working directory: /home/user/x\\n") || !strings.Contains(sys, "Is directory a git repo: yes") {
+		t.Errorf("system prompt %.300s", sys)
 	}
 	// History: 0 system, then per turn i its request at 1+2i, its reply at 2+2i.
 	if len(p.calls) != 4 || !slices.Equal(p.turn, []int{-1, 0, 0, 1, 1, 2, 2, 3}) || p.request(2) != 5 {

@@ -86,7 +86,7 @@ func FuzzReadClaudeCode(f *testing.F) {
 }
 
 // FuzzReadClaudeCodeLog: any bytes read as a Claude Code log neither panic
-// nor leave a tool call unanswered.
+// nor leave a tool call unanswered, and give fewer messages than bytes.
 func FuzzReadClaudeCodeLog(f *testing.F) {
 	f.Add([]byte(`{"type":"user","cwd":"/x","message":{"role":"user","content":"hi"}}` + "\n" +
 		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"ls"}}]}}` + "\n" +
@@ -97,10 +97,15 @@ func FuzzReadClaudeCodeLog(f *testing.F) {
 		if err != nil {
 			return
 		}
+		messages := 0
 		for i, turn := range tr.Turns {
 			if err := ValidateMessages(turn.Messages); err != nil {
 				t.Fatalf("turn %d: %v", i, err)
 			}
+			messages += 1 + len(turn.Messages)
+		}
+		if messages > len(b) {
+			t.Fatalf("%d messages from %d bytes", messages, len(b))
 		}
 	})
 }

@@ -64,7 +64,7 @@ func TestReadCodexLog(t *testing.T) {
 }
 
 // FuzzReadCodexLog: any bytes read as a rollout neither panic nor leave a
-// tool call unanswered.
+// tool call unanswered, and give fewer messages than bytes.
 func FuzzReadCodexLog(f *testing.F) {
 	f.Add([]byte(codexRollout))
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Update File: a\n-\n+\n x"}}`))
@@ -73,10 +73,15 @@ func FuzzReadCodexLog(f *testing.F) {
 		if err != nil {
 			return
 		}
+		messages := 0
 		for i, turn := range tr.Turns {
 			if err := ValidateMessages(turn.Messages); err != nil {
 				t.Fatalf("turn %d: %v", i, err)
 			}
+			messages += 1 + len(turn.Messages)
+		}
+		if messages > len(b) {
+			t.Fatalf("%d messages from %d bytes", messages, len(b))
 		}
 	})
 }

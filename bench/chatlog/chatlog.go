@@ -77,17 +77,6 @@ type labelFile struct {
 // prefixLen is how many characters of a trimmed message a label quotes.
 const prefixLen = 60
 
-// samePrefix compares a parsed request's prefix with a label's. A label of
-// a file with CRLF line ends quotes its carriage returns, which the parse
-// drops with the line ends; they count among its 60 characters.
-func samePrefix(got, label string) bool {
-	if !strings.Contains(label, "\r") {
-		return got == label
-	}
-	want := strings.ReplaceAll(label, "\r", "")
-	return strings.HasPrefix(got, want)
-}
-
 // Prefix is the part of a request a label quotes: its first 60 characters
 // after leading and trailing white space are removed.
 func Prefix(request string) string {
@@ -239,7 +228,7 @@ func readFile(f string, b []byte) ([]Session, error) {
 		return nil, fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))
 	}
 	for i, t := range labels.Turns {
-		if got := Prefix(s.Turns[i].Request); !samePrefix(got, t.Prefix) {
+		if got := Prefix(s.Turns[i].Request); got != t.Prefix {
 			return nil, fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)
 		}
 		s.Labels = append(s.Labels, t.Label)

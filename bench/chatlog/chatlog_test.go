@@ -28,8 +28,8 @@ func TestCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ss) != 14 {
-		t.Fatalf("%d sessions, want 14", len(ss))
+	if len(ss) != 69 {
+		t.Fatalf("%d sessions, want 69", len(ss))
 	}
 	turns, calls := 0, map[string]int{}
 	for _, s := range ss {
@@ -48,8 +48,8 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 	}
-	if turns != 139 {
-		t.Errorf("%d turns, want 139", turns)
+	if turns != 1393 {
+		t.Errorf("%d turns, want 1393", turns)
 	}
 	t.Logf("tool calls: %v", calls)
 }

@@ -74,14 +74,14 @@ func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
 // audited in router mode with the router's own methods.
 func TestBenchReplaySessions(t *testing.T) {
 	r := replayLogsFor(t, "../../testdata/real-sessions", "--modes", "native,router", "--thresholds", "0.8")
-	if r.Sessions != 14 || r.Labelled != 14 || r.Completed != 14 || len(r.Summaries) != 2 {
+	if r.Sessions != 69 || r.Labelled != 69 || r.Completed != 69 || len(r.Summaries) != 2 {
 		t.Fatalf("%d sessions, %d labelled, %d completed, %d summaries", r.Sessions, r.Labelled, r.Completed, len(r.Summaries))
 	}
 	native, router := r.Summaries[0], r.Summaries[1]
 	if native.Mode != "native" || *native.AtRequest.NeededLost != 0 || *native.All.NeededLost != 0 || *native.All.BytesRatio != 1 || native.All.Routed != 0 {
 		t.Errorf("native: %+v", native)
 	}
-	if router.AtRequest.Calls != 139 || native.AtRequest.Calls != 139 || router.All.Calls <= 139 || router.AtRequest.Routed == 0 || router.AtRequest.NeededLostRouted == nil {
+	if router.AtRequest.Calls != 1393 || native.AtRequest.Calls != 1393 || router.All.Calls <= 1393 || router.AtRequest.Routed == 0 || router.AtRequest.NeededLostRouted == nil {
 		t.Errorf("router: %+v", router)
 	}
 	requests, methods := 0, 0
@@ -93,7 +93,7 @@ func TestBenchReplaySessions(t *testing.T) {
 			}
 		}
 	}
-	if len(r.Audit) != 14 || requests != 139 || methods != 139 {
+	if len(r.Audit) != 69 || requests != 1393 || methods != 1393 {
 		t.Errorf("audit: %d sessions, %d requests, %d with a method", len(r.Audit), requests, methods)
 	}
 }

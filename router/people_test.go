@@ -80,8 +80,12 @@ func TestPeoplesFollowUps(t *testing.T) {
 			}
 			ps := session(t, mustNew(t, Config{}), env(proj, true), first, prev, c.last)
 			for k, p := range ps {
+				// Routed, it keeps the turn it follows up, as that
+				// turn's task (a new task takes along the turns
+				// before it that fell back: router.absorb).
 				d := p.Current
-				if !p.Fallback && (d.Task != p.Turns[len(p.Turns)-2].Task || d.Method == MethodNew) {
+				prev := len(p.Turns) - 2
+				if !p.Fallback && (d.Task != p.Turns[prev].Task || !slices.Contains(p.Keep, prev)) {
 					t.Fatalf("call %d: routed to %s (%s %.2f), not the task it follows up", k, d.Task, d.Method, d.Confidence)
 				}
 				t.Logf("call %d: %s %.2f %s fallback=%v", k, d.Task, d.Confidence, d.Method, p.Fallback)

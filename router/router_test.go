@@ -238,3 +238,29 @@ func TestSeedsAfterCompaction(t *testing.T) {
 		t.Fatalf("with seeds: %+v fallback=%v", p.Current, p.Fallback)
 	}
 }
+
+// TestNewTaskAbsorbsFallbacks: a task opened at a turn takes along the
+// turns just before it that fell back, and not those routed before them.
+func TestNewTaskAbsorbsFallbacks(t *testing.T) {
+	var c Coefficients
+	c.Continue[fBias], c.Return[fBias], c.New[fBias] = -20, -20, 20
+	r := mustNew(t, Config{Coefficients: &c})
+	tr := transcriptOf(t, turn("Fix the login bug.", "ls"), turn("it is in auth.py", "cat auth.py"), turn("and add a test"))
+	prior := []Prior{
+		{Known: true, Task: "t1", Confidence: 1, Method: MethodNew, Routed: true},
+		{Known: true, Task: "t1", Confidence: 0.5, Method: MethodScored},
+	}
+	p := route(t, r, tr, prior, Options{})
+	if p.Current.Task != "t2" || p.Current.Method != MethodNew || p.Fallback {
+		t.Fatalf("current %+v", p.Current)
+	}
+	if d := p.Turns[1]; d.Task != "t2" || !d.Routed {
+		t.Fatalf("the fallen-back turn before it: %+v, want t2 routed", d)
+	}
+	if d := p.Turns[0]; d.Task != "t1" {
+		t.Fatalf("the routed turn: %+v, want t1", d)
+	}
+	if !slices.Equal(p.Keep, []int{1, 2}) {
+		t.Fatalf("keep %v, want [1 2]", p.Keep)
+	}
+}

@@ -75,6 +75,7 @@ type assembly struct {
 	status   int
 	complete bool // the whole answer reached the client
 	latency  time.Duration
+	clock    clock
 }
 
 // assemble builds the body to forward. It never fails: any internal error

@@ -65,7 +65,7 @@ type Handler struct {
 	// waits for it before the store is closed; writes orders it per session.
 	after   sync.WaitGroup
 	writes  pending
-	metrics metrics
+	metrics *metrics
 
 	// feed streams each stored call to the inspector's page; prefixes
 	// keeps each session's last forwarded messages for its cached-prefix share.
@@ -126,6 +126,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		store:           store,
 		router:          rt,
 		parses:          transcript.NewCache(maxParseBytes),
+		metrics:         newMetrics(),
 
 		summarizer: sum,
 	}
@@ -150,6 +151,7 @@ func (h *Handler) Close() error {
 func (h *Handler) EndStreams() { h.feed.Close() }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	in := time.Now()
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
 	case !ok && strings.HasPrefix(r.URL.Path, "/rcm/"):
@@ -216,6 +218,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
+	a.clock.in = in
 	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
 	// accounted for too.
 	defer h.done(r, a)
@@ -254,6 +257,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
 		return
 	}
+	r = r.WithContext(a.clock.trace(r.Context()))
 	start := time.Now()
 	var answer *observed
 	h.reverseProxy(path, body, func(resp *http.Response) {

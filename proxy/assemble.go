@@ -76,6 +76,7 @@ type assembly struct {
 	complete bool // the whole answer reached the client
 	latency  time.Duration
 	clock    clock
+	trace    *callTrace // nil when not traced
 }
 
 // assemble builds the body to forward. It never fails: any internal error
@@ -90,6 +91,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, nil
 		}
 		a.tokensOut = compaction.Estimate(len(a.body))
+		a.clock.assembled = time.Now()
 	}()
 
 	if mode == Native {
@@ -231,6 +233,7 @@ func (a *assembly) response() *limitedBuffer {
 // write slot gone.
 func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
+	h.endTrace(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()

@@ -114,6 +114,14 @@ type Config struct {
 	// its size until `rcm store compact` (bbolt reuses, never returns,
 	// freed pages).
 	MaxStore int64 `json:"max_store"`
+
+	// OTLPEndpoint, when set, turns on OpenTelemetry traces: a span per
+	// model call, exported over OTLP to this base URL (as
+	// OTEL_EXPORTER_OTLP_ENDPOINT: http://collector:4318 for
+	// http/protobuf, http://collector:4317 for grpc). OTLPProtocol is
+	// ProtocolHTTP (default) or ProtocolGRPC.
+	OTLPEndpoint string `json:"otlp_endpoint"`
+	OTLPProtocol string `json:"otlp_protocol"`
 }
 
 // Defaults of Config.

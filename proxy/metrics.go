@@ -158,12 +158,16 @@ func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // clock marks a call's way through rcm: its request's arrival, its headers
-// written upstream and the upstream's first byte. The last two are set by
+// written upstream and the upstream's first byte, and for its trace, its
+// routing and assembly. The last two are set by
 // the transport's goroutines (httptrace), hence atomic; the last write
 // wins when the transport retries on a fresh connection.
 type clock struct {
 	in         time.Time
 	out, first atomic.Int64 // UnixNano; 0 until it happens
+	// The routing's start and end and the assembly's end (zero when
+	// they did not happen), for the call's trace.
+	route, routed, assembled time.Time
 }
 
 // trace returns ctx with the client trace that sets c's upstream marks.

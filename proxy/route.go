@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/router"
@@ -27,6 +28,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 			return nil
 		}
 	}
+	a.clock.route = time.Now()
 	fps := t.Fingerprints()
 	prior := make([]router.Prior, len(fps))
 	var known []string
@@ -72,6 +74,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 		Tasks:     known,
 		Seeds:     seeds,
 	})
+	a.clock.routed = time.Now()
 	if err != nil {
 		return fmt.Errorf("route: %w", err)
 	}

@@ -22,6 +22,7 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/metrics", h.serveMetrics)
 	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
+	mux.HandleFunc("GET /rcm/sessions/{id}/status", h.showStatus)
 	// The page, its live feed and the timeline plots.
 	inspector.New(h.store, &h.feed).Register(mux)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {

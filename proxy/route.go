@@ -115,10 +115,10 @@ func saveLabels(w writes, a *assembly) error {
 	for _, id := range a.knownTasks {
 		seen[id] = true
 	}
-	for _, d := range a.plan.Turns {
+	for i, d := range a.plan.Turns {
 		if d.Task != "" && d.Routed && !seen[d.Task] {
 			seen[d.Task] = true
-			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
+			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: title(a.transcript, i), Created: a.at}); err != nil {
 				return err
 			}
 		}

@@ -28,6 +28,7 @@ type assembly struct {
 	mode       Mode
 	threshold  float64
 	session    string
+	client     string                 // the harness, as clientOf names it
 	transcript *transcript.Transcript // nil when the body was not parsed
 	invalid    bool                   // the body did not parse
 	body       []byte                 // what goes upstream
@@ -82,7 +83,7 @@ type assembly struct {
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(), client: clientOf(r.Header)}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() {
 		// A bug in a pipeline step must not break the agent: fail open.

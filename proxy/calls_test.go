@@ -325,7 +325,7 @@ func TestPrefixShareOrder(t *testing.T) {
 	if first.share != nil || second.share == nil || *second.share != 7.0/13 {
 		t.Fatalf("shares %v, %v", first.share, second.share)
 	}
-	if want := len(second.body); p.bytes != want {
+	if want := len(second.this.body); p.bytes != want {
 		t.Fatalf("%d bytes held, want the latest body's %d", p.bytes, want)
 	}
 	// A context over the bound lets the session's earlier one go.
@@ -340,7 +340,7 @@ func TestPrefixShareOrder(t *testing.T) {
 
 // TestPrefixShareFromWhereBodiesDiffer: a body that repeats the previous one
 // up to the end of its messages array is scanned only past it; every share
-// is the one measured on the two messages arrays found whole.
+// is the longest prefix shared with an earlier messages array found whole.
 func TestPrefixShareFromWhereBodiesDiffer(t *testing.T) {
 	bodies := []string{
 		`{"model":"m","messages":[{"role":"user","content":"fix [it]"}],"tools":[]}`,
@@ -368,11 +368,51 @@ func TestPrefixShareFromWhereBodiesDiffer(t *testing.T) {
 		if i == 0 {
 			continue
 		}
-		prev, next := whole([]byte(bodies[i-1])), whole([]byte(b))
-		want := float64(str.CommonPrefix(prev, next)) / float64(len(next))
-		if ps.share == nil || *ps.share != want {
+		next, common := whole([]byte(b)), 0
+		for _, prev := range bodies[:i] {
+			common = max(common, str.CommonPrefix(whole([]byte(prev)), next))
+		}
+		// A context a later one extends is let go: a body that repeats
+		// it exactly then misses its closing bracket.
+		want, bracket := float64(common)/float64(len(next)), 1/float64(len(next))
+		if ps.share == nil || *ps.share > want || *ps.share < want-bracket-1e-12 {
 			t.Errorf("body %d: share %v, want %v", i, ps.share, want)
 		}
+	}
+}
+
+// TestPrefixShareAnyEarlier: the share is what a provider's cache would
+// serve: the longest prefix shared with any earlier context of the session
+// still in the cache, so a return to a task after a switch finds the
+// task's own context again; past the cache's lifetime it finds nothing.
+func TestPrefixShareAnyEarlier(t *testing.T) {
+	p := prefixes{ttl: 200 * time.Millisecond}
+	share := func(msgs string) float64 {
+		t.Helper()
+		ps := p.take(&assembly{mode: RCM, session: "s", body: []byte(`{"model":"m","messages":[` + msgs + `]}`)})
+		ps.measure()
+		if ps.share == nil {
+			return -1
+		}
+		return *ps.share
+	}
+	alpha := `{"role":"user","content":"alpha: fix the parser, its tests fail"}`
+	beta := `{"role":"user","content":"beta: write the changelog for the release"}`
+	share(alpha)
+	share(alpha + `,"a1"`)
+	if got := share(beta); got > 0.5 { // the messages' opening only
+		t.Fatalf("switch to beta: share %v", got)
+	}
+	back := alpha + `,"a1","a2"`
+	if got, want := share(back), float64(len(alpha)+len(`[,"a1"`))/float64(len(back)+2); got != want {
+		t.Fatalf("back to alpha: share %v, want %v (alpha's last context, not beta's)", got, want)
+	}
+	if n := len(p.last["rcm s"].Value.(*chain).recent); n != 2 {
+		t.Fatalf("%d contexts kept, want alpha's latest and beta's", n)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if got := share(back + `,"a3"`); got != 0 {
+		t.Fatalf("past the cache's lifetime: share %v, want 0", got)
 	}
 }
 

@@ -122,6 +122,12 @@ type Config struct {
 	// ProtocolHTTP (default) or ProtocolGRPC.
 	OTLPEndpoint string `json:"otlp_endpoint"`
 	OTLPProtocol string `json:"otlp_protocol"`
+
+	// CacheTTL is the lifetime of a provider's prompt cache that the
+	// inspector's cached-prefix share assumes: a call's share is the
+	// longest prefix it shares with the session's earlier calls forwarded
+	// (or served from the cache) within it. Default DefaultCacheTTL.
+	CacheTTL time.Duration `json:"cache_ttl"`
 }
 
 // Defaults of Config.
@@ -222,6 +228,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStore == 0 {
 		c.MaxStore = DefaultMaxStore
+	}
+	if c.CacheTTL < 0 {
+		return fmt.Errorf("cache-ttl %v: must be positive", c.CacheTTL)
 	}
 	if c.MaxStore < 1<<20 {
 		return fmt.Errorf("max-store %d: want at least 1 MiB", c.MaxStore)

@@ -135,6 +135,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		parses:          transcript.NewCache(maxParseBytes),
 		metrics:         newMetrics(),
 		tracing:         tracing,
+		prefixes:        prefixes{ttl: cfg.CacheTTL},
 
 		summarizer: sum,
 	}

@@ -12,6 +12,28 @@ import (
 	"github.com/rcm-dev/rcm/transcript"
 )
 
+// The harnesses clientOf names.
+const (
+	ClientOpenCode   = "OpenCode"
+	ClientClaudeCode = "Claude Code"
+	ClientCodex      = "Codex"
+)
+
+// clientOf names the harness that sent a call: by the header that names
+// its session, else by its User-Agent; "" when neither tells.
+func clientOf(h http.Header) string {
+	ua := strings.ToLower(h.Get("User-Agent"))
+	switch {
+	case h.Get("X-Claude-Code-Session-Id") != "" || strings.HasPrefix(ua, "claude-cli"):
+		return ClientClaudeCode
+	case h.Get("Session-Id") != "" || h.Get("Thread-Id") != "" || strings.Contains(strings.ToLower(h.Get("Originator")), "codex") || strings.HasPrefix(ua, "codex"):
+		return ClientCodex
+	case h.Get("X-Session-Id") != "" || h.Get("X-Session-Affinity") != "" || strings.Contains(ua, "opencode"):
+		return ClientOpenCode
+	}
+	return ""
+}
+
 // maxTitle bounds a task's title, in bytes.
 const maxTitle = 60
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -78,6 +79,9 @@ type assembly struct {
 	latency  time.Duration
 	clock    clock
 	trace    *callTrace // nil when not traced
+	// events receives a WebSocket answer's events as an event stream
+	// (see tee); nil when nothing reads them.
+	events io.Writer
 }
 
 // assemble builds the body to forward. It never fails: any internal error

@@ -219,6 +219,45 @@ func TestTracesGRPC(t *testing.T) {
 	}
 }
 
+// TestTracesWebSocket: each response of Codex's WebSocket connection is a
+// model call with its span, continuing the handshake's traceparent, with
+// the usage its response.completed event reports.
+func TestTracesWebSocket(t *testing.T) {
+	var rx receiver
+	col := httptest.NewServer(http.HandlerFunc(rx.serveHTTP))
+	t.Cleanup(col.Close)
+	u := &wsUpstream{}
+	srv, h := setup(t, u, func(c *Config) { c.Mode, c.OTLPEndpoint = RCM, col.URL })
+	hdr := http.Header{"Traceparent": {"00-" + clientTrace + "-" + clientParent + "-01"}}
+	c, _, err := dialCodexWith(t, srv.URL, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, _, _ := codexPreamble(t)
+	c.send(frameOf(t, append(pre, userItem(switchRequests[0]))...), false)
+	c.send(frameOf(t, userItem(switchRequests[1])), true)
+	c.c.Close()
+	h.after.Wait()
+	if err := h.tracing.provider.ForceFlush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var calls []*tracepb.Span
+	for _, sp := range rx.all() {
+		if sAttr(sp, "gen_ai.operation.name") == "chat" {
+			calls = append(calls, sp)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("%d call spans, want one per response", len(calls))
+	}
+	for i, sp := range calls {
+		if hex.EncodeToString(sp.TraceId) != clientTrace || iAttr(sp, "gen_ai.usage.input_tokens") != 10 || iAttr(sp, "gen_ai.usage.output_tokens") != 1 ||
+			sAttr(sp, "rcm.format") != "openai-responses" || sAttr(sp, "rcm.mode") != "rcm" {
+			t.Errorf("call %d: trace %x, attributes %v", i, sp.TraceId, sp.Attributes)
+		}
+	}
+}
+
 // receiver is an OTLP trace receiver over HTTP (protobuf) and gRPC.
 type receiver struct {
 	collector.UnimplementedTraceServiceServer

@@ -18,7 +18,8 @@
 // into self-contained requests); native mode relays it byte for byte
 // (upgrade.go). It also owns the upstream client, the WebSocket relay,
 // the error mapping (502 upstream unreachable, 504 timeout, 499 client gone,
-// all in the OpenAI error shape), the JSON inspector endpoints and metrics
+// all in the OpenAI error shape), the JSON inspector endpoints (with a
+// session's status for rcm statusline, status.go) and metrics
 // (client_golang, metrics.go) under /rcm/, where it mounts the web
 // inspector (package inspector) and publishes each stored call, with its
 // details, to the inspector's feed, and the OpenTelemetry span of each

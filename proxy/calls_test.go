@@ -148,15 +148,18 @@ func TestCallDetails(t *testing.T) {
 			t.Errorf("call %d: record %s", i+1, e.Record)
 		}
 	}
-	// The cached-prefix share: unknown for the first call, then the byte
-	// prefix the forwarded messages share with the session's previous ones
-	// (rec.bodies[0] is the other session's call).
+	// The cached-prefix share: unknown for the first call, then the longest
+	// byte prefix the forwarded messages share with the session's earlier
+	// ones (rec.bodies[0] is the other session's call).
 	if evs[0].PrefixShare != nil {
 		t.Errorf("first call: share %v", *evs[0].PrefixShare)
 	}
 	for i := 1; i < 4; i++ {
-		prev, cur := gjson.GetBytes(rec.bodies[i], "messages").Raw, gjson.GetBytes(rec.bodies[i+1], "messages").Raw
-		want := float64(commonPrefixLen(prev, cur)) / float64(len(cur))
+		cur, common := gjson.GetBytes(rec.bodies[i+1], "messages").Raw, 0
+		for _, prev := range rec.bodies[1 : i+1] {
+			common = max(common, commonPrefixLen(gjson.GetBytes(prev, "messages").Raw, cur))
+		}
+		want := float64(common) / float64(len(cur))
 		if evs[i].PrefixShare == nil || fmt.Sprintf("%.6f", *evs[i].PrefixShare) != fmt.Sprintf("%.6f", want) {
 			t.Errorf("call %d: share %v, want %.6f", i+1, evs[i].PrefixShare, want)
 		}
@@ -165,9 +168,9 @@ func TestCallDetails(t *testing.T) {
 	if s := *evs[3].PrefixShare; s < 0.8 || s >= 1 {
 		t.Errorf("same-turn call: share %.3f", s)
 	}
-	// A switch starts a new prefix after the system prompt.
+	// A switch back finds t1's first context, not all of its own.
 	if *evs[2].PrefixShare >= *evs[3].PrefixShare {
-		t.Errorf("switch call: share %.3f, same-turn call %.3f", *evs[2].PrefixShare, *evs[3].PrefixShare)
+		t.Errorf("return call: share %.3f, same-turn call %.3f", *evs[2].PrefixShare, *evs[3].PrefixShare)
 	}
 }
 

@@ -229,11 +229,11 @@ func (c *Config) Validate() error {
 	if c.MaxStore == 0 {
 		c.MaxStore = DefaultMaxStore
 	}
-	if c.CacheTTL < 0 {
-		return fmt.Errorf("cache-ttl %v: must be positive", c.CacheTTL)
-	}
 	if c.MaxStore < 1<<20 {
 		return fmt.Errorf("max-store %d: want at least 1 MiB", c.MaxStore)
+	}
+	if c.CacheTTL < 0 {
+		return fmt.Errorf("cache-ttl %v: must be positive", c.CacheTTL)
 	}
 	return nil
 }

@@ -70,7 +70,8 @@ type Handler struct {
 	tracing *tracing // nil without Config.OTLPEndpoint
 
 	// feed streams each stored call to the inspector's page; prefixes
-	// keeps each session's last forwarded messages for its cached-prefix share.
+	// keeps each session's recent forwarded messages for its cached-prefix
+	// share.
 	feed     inspector.Feed
 	prefixes prefixes
 	// parses keeps each session's last transcript for the next call's

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +36,7 @@ import (
 // screenshot shows the session. RCM_SCREENSHOT=FILE keeps the screenshot.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
-	srv := serveProxy(t)
+	srv, forwarded := serveProxy(t)
 	b := launch(t, bin)
 	b.call(t, "Runtime.enable", nil)
 	b.call(t, "Log.enable", nil)
@@ -99,6 +101,7 @@ func TestBrowser(t *testing.T) {
 	if row := b.eval(t, `document.querySelector('#calls tbody tr[data-seq="3"]').innerText`); !strings.Contains(row, "> 1.00") && !strings.Contains(row, "> 0.") {
 		t.Errorf("the row does not say where the call falls back: %q", row)
 	}
+	inspectNames(t, b, forwarded("ses_browser"))
 
 	shot := b.screenshot(t)
 	if path := os.Getenv("RCM_SCREENSHOT"); path != "" {
@@ -112,6 +115,77 @@ func TestBrowser(t *testing.T) {
 	for _, e := range b.errors {
 		t.Errorf("the page logged an error (script, network or content policy): %s", e)
 	}
+}
+
+// inspectNames checks what the page names and explains, with the details
+// of the call returning to t1 open: each task's title beside its id; the
+// session's client, first request, tasks, calls and last use in the list;
+// a calls table that fits beside the details at 1400 px; the received
+// tokens of the header and the bars reconciled; and the cached-prefix
+// share of the return, which finds t1's earlier context (not t2's, the
+// previous call's).
+func inspectNames(t *testing.T, b *browser, forwarded [][]byte) {
+	t.Helper()
+	for task, want := range map[string]string{"t1": "In /work/ws1 fix the crash in the ORM query compiler", "t2": "In /work/ws2 add a regression test for the URL validator"} {
+		if got := b.eval(t, `document.querySelector('#tasks [data-task="`+task+`"] summary').innerText`); !strings.Contains(got, task) || !strings.Contains(got, want) {
+			t.Errorf("task %s shows %q, want its id and title %q", task, got, want)
+		}
+	}
+	b.wait(t, "the session's client, first request, tasks and calls in the list",
+		`(() => { const li = document.querySelector('#sessions li[data-id="ses_browser"]');
+		  return li.querySelector(".first").textContent === "OpenCode · In /work/ws1 fix the crash in the ORM query compiler" &&
+		    /^2 tasks · 4 calls · \d+s ago$/.test(li.querySelector(".meta").textContent); })()`)
+	if fits := b.eval(t, `(() => { const m = document.querySelector("main"), c = document.querySelector("#calls");
+	    return String(!document.querySelector("#detail").hidden && m.scrollWidth <= m.clientWidth && c.getBoundingClientRect().right <= m.getBoundingClientRect().right); })()`); fits != "true" {
+		t.Errorf("the calls table scrolls sideways beside the details: main %s wide, table %s", b.eval(t, `String(document.querySelector("main").clientWidth)`),
+			b.eval(t, `String(document.querySelector("#calls").scrollWidth)`))
+	}
+	// The header's received tokens, the bars' and the note between them.
+	got := b.eval(t, `JSON.stringify([document.querySelector("#detail-body dl").innerText, document.querySelector("#detail .bar-label.received").textContent, document.querySelector("#detail .tokens-note").textContent])`)
+	var texts []string
+	json.Unmarshal([]byte(got), &texts)
+	header := regexp.MustCompile(`(\d+) received → \d+ forwarded`).FindStringSubmatch(texts[0])
+	bars := regexp.MustCompile(`^received: (\d+) tokens`).FindStringSubmatch(texts[1])
+	note := regexp.MustCompile(`^Of the (\d+) tokens the call received, the other (\d+) are the body's fields besides the messages`).FindStringSubmatch(texts[2])
+	if header == nil || bars == nil || note == nil || note[1] != header[1] || atoi(bars[1])+atoi(note[2]) != atoi(header[1]) {
+		t.Errorf("received tokens do not add up: %q", texts)
+	}
+	// Call 3 returns to t1: its share is the longest prefix its messages
+	// share with any earlier call's (t1's first), not only the previous
+	// call's (t2's).
+	if len(forwarded) != 4 {
+		t.Fatalf("%d calls forwarded", len(forwarded))
+	}
+	messages := func(b []byte) []byte {
+		var v struct{ Messages json.RawMessage }
+		json.Unmarshal(b, &v)
+		return v.Messages
+	}
+	ret := messages(forwarded[2])
+	common := func(i int) int {
+		p := messages(forwarded[i])
+		n := 0
+		for n < len(p) && n < len(ret) && p[n] == ret[n] {
+			n++
+		}
+		return n
+	}
+	if common(0) <= common(1) {
+		t.Fatalf("the return shares %d bytes with t1's call, %d with t2's: not the session this test needs", common(0), common(1))
+	}
+	want := fmt.Sprintf("%d%%", int(math.Round(100*float64(common(0))/float64(len(ret)))))
+	if got := b.eval(t, `document.querySelector('#calls tbody tr[data-seq="3"] td:last-child').textContent`); got != want ||
+		!strings.Contains(b.eval(t, `document.querySelector("#detail-body").textContent`), "provider's cache") {
+		t.Errorf("cached prefix of the return %s, want %s (t1's context in the cache)", got, want)
+	}
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // checkScreenshot decodes the PNG and checks its size and that it shows
@@ -171,19 +245,29 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// serveProxy runs rcm (rcm mode) before an upstream that streams "done".
-func serveProxy(t *testing.T) *httptest.Server {
+// serveProxy runs rcm (rcm mode) before an upstream that streams "done";
+// forwarded returns the bodies it received of a session, in order.
+func serveProxy(t *testing.T) (srv *httptest.Server, forwarded func(session string) [][]byte) {
+	var mu sync.Mutex
+	bodies := map[string][][]byte{}
 	return proxytest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, chunk := range []string{
-			`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"done"},"finish_reason":null}]}`,
-			`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
-			`[DONE]`,
-		} {
-			fmt.Fprintf(w, "data: %s\n\n", chunk)
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			bodies[r.Header.Get("X-Session-Id")] = append(bodies[r.Header.Get("X-Session-Id")], b)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, chunk := range []string{
+				`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"done"},"finish_reason":null}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+				`[DONE]`,
+			} {
+				fmt.Fprintf(w, "data: %s\n\n", chunk)
+			}
+		})), func(session string) [][]byte {
+			mu.Lock()
+			defer mu.Unlock()
+			return bodies[session]
 		}
-	}))
 }
 
 // twoTaskSession is OpenCode's calls of a session that works on t1 (in

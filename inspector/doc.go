@@ -20,5 +20,10 @@
 //     noticed even when no call happens.
 //   - Token figures are the proxy's estimates (bytes / 4), of the turns as
 //     received: a turn condensed by the --context-tokens budget shows its
-//     received size.
+//     received size. A call's received tokens are its whole body's; its
+//     bars hold the messages, and the page says how many tokens the other
+//     fields (tools, options) hold.
+//   - The cached-prefix share is the proxy's (the longest prefix shared
+//     with an earlier call still in the provider's cache, --cache-ttl);
+//     task titles, a session's client and first request too.
 package inspector

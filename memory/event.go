@@ -38,10 +38,13 @@ type Event struct {
 	// the JSON object forwarded (re-encoded, so its escapes may differ).
 	Record json.RawMessage `json:"record,omitempty"`
 	// PrefixShare is the share of the forwarded context (the messages) that
-	// is a byte prefix of the session's previous forwarded context in the
-	// same mode (what a provider's prompt cache can reuse); nil when that
-	// was not at hand.
+	// a provider's prompt cache would serve: the longest byte prefix it
+	// shares with the session's earlier forwarded contexts in the same
+	// mode within the cache's lifetime; nil when none was at hand.
 	PrefixShare *float64 `json:"prefix_share,omitempty"`
+	// Client is the harness that made the call (OpenCode, Claude Code,
+	// Codex), as its headers say; "" when they do not.
+	Client string `json:"client,omitempty"`
 }
 
 // TurnStat is one turn of a call as the inspector shows it.

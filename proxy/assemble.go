@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -28,6 +29,7 @@ type assembly struct {
 	mode       Mode
 	threshold  float64
 	session    string
+	client     string                 // the harness, as clientOf names it
 	transcript *transcript.Transcript // nil when the body was not parsed
 	invalid    bool                   // the body did not parse
 	body       []byte                 // what goes upstream
@@ -75,12 +77,17 @@ type assembly struct {
 	status   int
 	complete bool // the whole answer reached the client
 	latency  time.Duration
+	clock    clock
+	trace    *callTrace // nil when not traced
+	// events receives a WebSocket answer's events as an event stream
+	// (see tee); nil when nothing reads them.
+	events io.Writer
 }
 
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
+	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(), client: clientOf(r.Header)}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() {
 		// A bug in a pipeline step must not break the agent: fail open.
@@ -89,6 +96,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 			a.body, a.fallback, a.routed, a.plan, a.freeze = body, FallbackError, false, nil, nil
 		}
 		a.tokensOut = compaction.Estimate(len(a.body))
+		a.clock.assembled = time.Now()
 	}()
 
 	if mode == Native {
@@ -230,6 +238,7 @@ func (a *assembly) response() *limitedBuffer {
 // write slot gone.
 func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
+	h.endTrace(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()

@@ -148,15 +148,18 @@ func TestCallDetails(t *testing.T) {
 			t.Errorf("call %d: record %s", i+1, e.Record)
 		}
 	}
-	// The cached-prefix share: unknown for the first call, then the byte
-	// prefix the forwarded messages share with the session's previous ones
-	// (rec.bodies[0] is the other session's call).
+	// The cached-prefix share: unknown for the first call, then the longest
+	// byte prefix the forwarded messages share with the session's earlier
+	// ones (rec.bodies[0] is the other session's call).
 	if evs[0].PrefixShare != nil {
 		t.Errorf("first call: share %v", *evs[0].PrefixShare)
 	}
 	for i := 1; i < 4; i++ {
-		prev, cur := gjson.GetBytes(rec.bodies[i], "messages").Raw, gjson.GetBytes(rec.bodies[i+1], "messages").Raw
-		want := float64(commonPrefixLen(prev, cur)) / float64(len(cur))
+		cur, common := gjson.GetBytes(rec.bodies[i+1], "messages").Raw, 0
+		for _, prev := range rec.bodies[1 : i+1] {
+			common = max(common, commonPrefixLen(gjson.GetBytes(prev, "messages").Raw, cur))
+		}
+		want := float64(common) / float64(len(cur))
 		if evs[i].PrefixShare == nil || fmt.Sprintf("%.6f", *evs[i].PrefixShare) != fmt.Sprintf("%.6f", want) {
 			t.Errorf("call %d: share %v, want %.6f", i+1, evs[i].PrefixShare, want)
 		}
@@ -165,9 +168,9 @@ func TestCallDetails(t *testing.T) {
 	if s := *evs[3].PrefixShare; s < 0.8 || s >= 1 {
 		t.Errorf("same-turn call: share %.3f", s)
 	}
-	// A switch starts a new prefix after the system prompt.
+	// A switch back finds t1's first context, not all of its own.
 	if *evs[2].PrefixShare >= *evs[3].PrefixShare {
-		t.Errorf("switch call: share %.3f, same-turn call %.3f", *evs[2].PrefixShare, *evs[3].PrefixShare)
+		t.Errorf("return call: share %.3f, same-turn call %.3f", *evs[2].PrefixShare, *evs[3].PrefixShare)
 	}
 }
 
@@ -325,7 +328,7 @@ func TestPrefixShareOrder(t *testing.T) {
 	if first.share != nil || second.share == nil || *second.share != 7.0/13 {
 		t.Fatalf("shares %v, %v", first.share, second.share)
 	}
-	if want := len(second.body); p.bytes != want {
+	if want := len(second.this.body); p.bytes != want {
 		t.Fatalf("%d bytes held, want the latest body's %d", p.bytes, want)
 	}
 	// A context over the bound lets the session's earlier one go.
@@ -340,7 +343,7 @@ func TestPrefixShareOrder(t *testing.T) {
 
 // TestPrefixShareFromWhereBodiesDiffer: a body that repeats the previous one
 // up to the end of its messages array is scanned only past it; every share
-// is the one measured on the two messages arrays found whole.
+// is the longest prefix shared with an earlier messages array found whole.
 func TestPrefixShareFromWhereBodiesDiffer(t *testing.T) {
 	bodies := []string{
 		`{"model":"m","messages":[{"role":"user","content":"fix [it]"}],"tools":[]}`,
@@ -368,11 +371,51 @@ func TestPrefixShareFromWhereBodiesDiffer(t *testing.T) {
 		if i == 0 {
 			continue
 		}
-		prev, next := whole([]byte(bodies[i-1])), whole([]byte(b))
-		want := float64(str.CommonPrefix(prev, next)) / float64(len(next))
-		if ps.share == nil || *ps.share != want {
+		next, common := whole([]byte(b)), 0
+		for _, prev := range bodies[:i] {
+			common = max(common, str.CommonPrefix(whole([]byte(prev)), next))
+		}
+		// A context a later one extends is let go: a body that repeats
+		// it exactly then misses its closing bracket.
+		want, bracket := float64(common)/float64(len(next)), 1/float64(len(next))
+		if ps.share == nil || *ps.share > want || *ps.share < want-bracket-1e-12 {
 			t.Errorf("body %d: share %v, want %v", i, ps.share, want)
 		}
+	}
+}
+
+// TestPrefixShareAnyEarlier: the share is what a provider's cache would
+// serve: the longest prefix shared with any earlier context of the session
+// still in the cache, so a return to a task after a switch finds the
+// task's own context again; past the cache's lifetime it finds nothing.
+func TestPrefixShareAnyEarlier(t *testing.T) {
+	p := prefixes{ttl: 200 * time.Millisecond}
+	share := func(msgs string) float64 {
+		t.Helper()
+		ps := p.take(&assembly{mode: RCM, session: "s", body: []byte(`{"model":"m","messages":[` + msgs + `]}`)})
+		ps.measure()
+		if ps.share == nil {
+			return -1
+		}
+		return *ps.share
+	}
+	alpha := `{"role":"user","content":"alpha: fix the parser, its tests fail"}`
+	beta := `{"role":"user","content":"beta: write the changelog for the release"}`
+	share(alpha)
+	share(alpha + `,"a1"`)
+	if got := share(beta); got > 0.5 { // the messages' opening only
+		t.Fatalf("switch to beta: share %v", got)
+	}
+	back := alpha + `,"a1","a2"`
+	if got, want := share(back), float64(len(alpha)+len(`[,"a1"`))/float64(len(back)+2); got != want {
+		t.Fatalf("back to alpha: share %v, want %v (alpha's last context, not beta's)", got, want)
+	}
+	if n := len(p.last["rcm s"].Value.(*chain).recent); n != 2 {
+		t.Fatalf("%d contexts kept, want alpha's latest and beta's", n)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if got := share(back + `,"a3"`); got != 0 {
+		t.Fatalf("past the cache's lifetime: share %v, want 0", got)
 	}
 }
 

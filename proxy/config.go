@@ -114,6 +114,20 @@ type Config struct {
 	// its size until `rcm store compact` (bbolt reuses, never returns,
 	// freed pages).
 	MaxStore int64 `json:"max_store"`
+
+	// OTLPEndpoint, when set, turns on OpenTelemetry traces: a span per
+	// model call, exported over OTLP to this base URL (as
+	// OTEL_EXPORTER_OTLP_ENDPOINT: http://collector:4318 for
+	// http/protobuf, http://collector:4317 for grpc). OTLPProtocol is
+	// ProtocolHTTP (default) or ProtocolGRPC.
+	OTLPEndpoint string `json:"otlp_endpoint"`
+	OTLPProtocol string `json:"otlp_protocol"`
+
+	// CacheTTL is the lifetime of a provider's prompt cache that the
+	// inspector's cached-prefix share assumes: a call's share is the
+	// longest prefix it shares with the session's earlier calls forwarded
+	// (or served from the cache) within it. Default DefaultCacheTTL.
+	CacheTTL time.Duration `json:"cache_ttl"`
 }
 
 // Defaults of Config.
@@ -217,6 +231,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStore < 1<<20 {
 		return fmt.Errorf("max-store %d: want at least 1 MiB", c.MaxStore)
+	}
+	if c.CacheTTL < 0 {
+		return fmt.Errorf("cache-ttl %v: must be positive", c.CacheTTL)
 	}
 	return nil
 }

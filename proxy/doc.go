@@ -18,9 +18,14 @@
 // into self-contained requests); native mode relays it byte for byte
 // (upgrade.go). It also owns the upstream client, the WebSocket relay,
 // the error mapping (502 upstream unreachable, 504 timeout, 499 client gone,
-// all in the OpenAI error shape), the JSON inspector endpoints and metrics
-// under /rcm/, where it mounts the web inspector (package inspector) and
-// publishes each stored call, with its details, to the inspector's feed.
+// all in the OpenAI error shape), the JSON inspector endpoints (with a
+// session's status for rcm statusline, status.go) and metrics
+// (client_golang, metrics.go) under /rcm/, where it mounts the web
+// inspector (package inspector) and publishes each stored call, with its
+// details, to the inspector's feed, and the OpenTelemetry span of each
+// model call (trace.go: off without an OTLP endpoint; it continues the
+// client's traceparent and passes its own upstream; it exports sizes,
+// decisions and usage, never message contents).
 //
 // Caveats:
 //   - It fails open: any internal error (parse, store, router, compaction,

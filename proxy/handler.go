@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -65,10 +66,12 @@ type Handler struct {
 	// waits for it before the store is closed; writes orders it per session.
 	after   sync.WaitGroup
 	writes  pending
-	metrics metrics
+	metrics *metrics
+	tracing *tracing // nil without Config.OTLPEndpoint
 
 	// feed streams each stored call to the inspector's page; prefixes
-	// keeps each session's last forwarded messages for its cached-prefix share.
+	// keeps each session's recent forwarded messages for its cached-prefix
+	// share.
 	feed     inspector.Feed
 	prefixes prefixes
 	// parses keeps each session's last transcript for the next call's
@@ -112,8 +115,13 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 			return nil, err
 		}
 	}
+	tracing, err := newTracing(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger})
 	if err != nil {
+		tracing.close(context.Background())
 		return nil, err
 	}
 	h := &Handler{
@@ -126,6 +134,9 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		store:           store,
 		router:          rt,
 		parses:          transcript.NewCache(maxParseBytes),
+		metrics:         newMetrics(),
+		tracing:         tracing,
+		prefixes:        prefixes{ttl: cfg.CacheTTL},
 
 		summarizer: sum,
 	}
@@ -142,14 +153,25 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 func (h *Handler) Close() error {
 	h.feed.Close()
 	h.after.Wait()
+	// The spans still batched go out, within a bound: a collector that is
+	// gone must not hold the shutdown.
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlush)
+	defer cancel()
+	if err := h.tracing.close(ctx); err != nil {
+		h.log.Warn("spans not exported", "err", err)
+	}
 	return h.store.Close()
 }
+
+// traceFlush bounds the export of the last spans on Close.
+const traceFlush = 5 * time.Second
 
 // EndStreams ends the inspector's live streams, which would otherwise hold
 // a graceful shutdown until its timeout (http.Server.RegisterOnShutdown).
 func (h *Handler) EndStreams() { h.feed.Close() }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	in := time.Now()
 	mode, path, ok := splitMode(r.URL.Path)
 	switch {
 	case !ok && strings.HasPrefix(r.URL.Path, "/rcm/"):
@@ -216,6 +238,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
+	a.clock.in = in
+	h.startTrace(r, a, format, path, body)
 	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
 	// accounted for too.
 	defer h.done(r, a)
@@ -254,16 +278,14 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
 		return
 	}
+	r = r.WithContext(a.clock.trace(r.Context()))
+	h.traceUpstream(r, a)
 	start := time.Now()
 	var answer *observed
 	h.reverseProxy(path, body, func(resp *http.Response) {
 		a.status = resp.StatusCode
 		a.sse = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		answer = &observed{src: resp.Body}
-		if a.mode == RCM {
-			// Only rcm mode learns from answers (task records, summaries).
-			answer.tee = a.response()
-		}
+		answer = &observed{src: resp.Body, tee: a.tee(a.sse)}
 		resp.Body = answer
 	}).ServeHTTP(w, r)
 	if answer != nil && answer.eof {

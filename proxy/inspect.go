@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/rcm-dev/rcm/inspector"
@@ -22,6 +23,7 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/metrics", h.serveMetrics)
 	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
+	mux.HandleFunc("GET /rcm/sessions/{id}/status", h.showStatus)
 	// The page, its live feed and the timeline plots.
 	inspector.New(h.store, &h.feed).Register(mux)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {
@@ -57,13 +59,48 @@ func (h *Handler) listSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusInternalServerError, "store_error", err})
 		return
 	}
-	if ss == nil {
-		ss = []memory.Session{}
+	items := make([]SessionItem, len(ss))
+	err = h.store.View(func(tx *memory.View) error {
+		for i, s := range ss {
+			it := &items[i]
+			it.Session = s
+			tasks, err := tx.Tasks(s.ID)
+			if err != nil {
+				return err
+			}
+			it.Tasks = len(tasks)
+			if len(tasks) > 0 {
+				first := slices.MinFunc(tasks, func(a, b memory.Task) int { return a.Created.Compare(b.Created) })
+				it.First = TaskTitle(first, memory.Record{})
+			}
+			evs, err := tx.Events(s.ID, 1)
+			if err != nil {
+				return err
+			}
+			if len(evs) > 0 {
+				it.Client = evs[0].Client
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, &httpError{http.StatusInternalServerError, "store_error", err})
+		return
 	}
 	if next != "" {
 		w.Header().Set("Link", fmt.Sprintf(`</rcm/sessions?limit=%d&after=%s>; rel="next"`, limit, url.QueryEscape(next)))
 	}
-	writeJSON(w, ss)
+	writeJSON(w, items)
+}
+
+// SessionItem is a session as the inspector's list shows it.
+type SessionItem struct {
+	memory.Session
+	// Client is the harness of its latest call; First its first request
+	// (the title of its first task); Tasks how many tasks it holds.
+	Client string `json:"client,omitempty"`
+	First  string `json:"first,omitempty"`
+	Tasks  int    `json:"tasks"`
 }
 
 // SessionView is what the inspector shows of one session.
@@ -101,6 +138,14 @@ func (h *Handler) showSession(w http.ResponseWriter, r *http.Request) {
 		}
 		if v.Records, err = tx.Records(id); err != nil {
 			return err
+		}
+		// Each task's title, from its name or its record.
+		for i, t := range v.Tasks {
+			var rec memory.Record
+			if j := slices.IndexFunc(v.Records, func(r memory.Record) bool { return r.Task == t.ID }); j >= 0 {
+				rec = v.Records[j]
+			}
+			v.Tasks[i].Name = TaskTitle(t, rec)
 		}
 		v.Events, err = tx.Events(id, limit)
 		return err

@@ -133,8 +133,9 @@ func TestLoad(t *testing.T) {
 		sessions, dur, n, float64(n)/dur.Seconds(), float64(bytesSent.Load())/1e6, full.Load(), errs.Load())
 	t.Logf("RSS peak %d MB, at end %d MB; store writes drained %v after the last answer",
 		peakRSS.Load()>>20, endRSS>>20, drain.Round(time.Millisecond))
+	lag := h.metrics.lagHistogram()
 	t.Logf("store writer lag (answer to commit): mean %.3fs, p50 <= %gs, p99 <= %gs, p99.9 <= %gs over %d writes",
-		h.metrics.lag.sum/float64(h.metrics.lag.n), h.metrics.lagQuantile(0.5), h.metrics.lagQuantile(0.99), h.metrics.lagQuantile(0.999), h.metrics.lag.n)
+		lag.GetSampleSum()/float64(lag.GetSampleCount()), h.metrics.lagQuantile(0.5), h.metrics.lagQuantile(0.99), h.metrics.lagQuantile(0.999), lag.GetSampleCount())
 	if errs.Load() != 0 {
 		t.Errorf("%d errors", errs.Load())
 	}

@@ -1,132 +1,148 @@
 package proxy
 
 import (
-	"fmt"
-	"io"
-	"math"
+	"context"
 	"net/http"
-	"sort"
+	"net/http/httptrace"
 	"strconv"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are rcm's counters, served at /rcm/metrics in the Prometheus text
-// format. A handful of counters do not warrant a client library.
+// metrics are rcm's series, served at /rcm/metrics by client_golang. Each
+// Handler has a registry of its own, so that tests running several in one
+// process count apart.
 type metrics struct {
-	mu       sync.Mutex
-	counters map[string]float64 // series ("name{labels}") -> value
-	help     map[string]string  // metric name -> help text
-	lag      histogram          // rcm_store_lag_seconds
-	wait     histogram          // rcm_store_wait_seconds
+	reg *prometheus.Registry
+
+	calls      *prometheus.CounterVec // mode, kind, fallback, status
+	tokensIn   *prometheus.CounterVec // mode
+	tokensOut  *prometheus.CounterVec // mode
+	parseBytes *prometheus.CounterVec // how
+	upstream   *prometheus.CounterVec // mode
+	budget     *prometheus.CounterVec // action
+
+	routerCalls   prometheus.Counter
+	routerErrors  prometheus.Counter
+	routerSeconds prometheus.Counter
+	routerTokens  *prometheus.CounterVec // type
+
+	waits *prometheus.CounterVec // outcome
+	lag   prometheus.Histogram
+	wait  prometheus.Histogram
+
+	added *prometheus.HistogramVec // mode
+	ttfb  *prometheus.HistogramVec // mode
+	ratio *prometheus.HistogramVec // mode
 }
 
-// lagBuckets are the upper bounds, in seconds, of rcm_store_lag_seconds
-// and rcm_store_wait_seconds.
+// lagBuckets are the upper bounds, in seconds, of the store's lag and
+// wait: milliseconds when it keeps up, up to a minute when it does not.
 var lagBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-// histogram counts observations in lagBuckets (the last count is +Inf).
-type histogram struct {
-	counts [16]uint64
-	sum    float64
-	n      uint64
-}
+// addedBuckets bound rcm's own latency: a tenth of a millisecond for a
+// native call, milliseconds for a routed one, seconds with a router model.
+var addedBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-func (h *histogram) observe(d time.Duration) {
-	s := d.Seconds()
-	h.counts[sort.SearchFloat64s(lagBuckets, s)]++
-	h.sum += s
-	h.n++
+// ttfbBuckets bound a model's time to its first byte: a local server's
+// milliseconds up to a long think.
+var ttfbBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// ratioBuckets bound forwarded over received tokens: routing drops other
+// tasks' turns (below 1), a task record adds a little (just above 1).
+var ratioBuckets = []float64{.05, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95, 1, 1.05, 1.1, 1.25, 1.5, 2}
+
+func newMetrics() *metrics {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	}
+	m := &metrics{
+		reg:        prometheus.NewRegistry(),
+		calls:      counter("rcm_calls_total", "Model calls handled, by mode, kind, fallback and upstream status class.", "mode", "kind", "fallback", "status"),
+		tokensIn:   counter("rcm_tokens_in_total", "Estimated context tokens received from clients.", "mode"),
+		tokensOut:  counter("rcm_tokens_out_total", "Estimated context tokens forwarded upstream.", "mode"),
+		parseBytes: counter("rcm_parse_bytes_total", "Request body bytes parsed, by whether they were read or taken over from the session's previous call (the parse cache).", "how"),
+		upstream:   counter("rcm_upstream_seconds_total", "Time from sending a call upstream to the end of its answer.", "mode"),
+		budget:     counter("rcm_budget_turns_total", "Turns condensed or dropped to fit --context-tokens.", "action"),
+
+		routerCalls:   prometheus.NewCounter(prometheus.CounterOpts{Name: "rcm_router_model_calls_total", Help: "Calls of the router's model classifier."}),
+		routerErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "rcm_router_model_errors_total", Help: "Failed calls of the router's model classifier."}),
+		routerSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "rcm_router_model_seconds_total", Help: "Time spent in the router's model classifier."}),
+		routerTokens:  counter("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", "type"),
+
+		waits: counter("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", "outcome"),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rcm_store_lag_seconds",
+			Help: "Time from a call's answer to its store write committed.", Buckets: lagBuckets}),
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rcm_store_wait_seconds",
+			Help: "Time calls waited for their session's earlier store writes before routing.", Buckets: lagBuckets}),
+
+		added: histogram("rcm_added_latency_seconds", "Time rcm adds before a call goes upstream: from its request's arrival to its headers written upstream (reading, routing, assembly, the upstream connection).", addedBuckets, "mode"),
+		ttfb:  histogram("rcm_upstream_ttfb_seconds", "Time from a call's headers written upstream to the first byte of the upstream's answer.", ttfbBuckets, "mode"),
+		ratio: histogram("rcm_forwarded_token_ratio", "Estimated context tokens forwarded over tokens received, per call.", ratioBuckets, "mode"),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.calls, m.tokensIn, m.tokensOut, m.parseBytes, m.upstream, m.budget,
+		m.routerCalls, m.routerErrors, m.routerSeconds, m.routerTokens,
+		m.waits, m.lag, m.wait, m.added, m.ttfb, m.ratio,
+	)
+	return m
 }
 
 // observeLag counts the time from a call's answer to its store write: how
 // far the session's writer runs behind the traffic.
-func (m *metrics) observeLag(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lag.observe(d)
-}
+func (m *metrics) observeLag(d time.Duration) { m.lag.Observe(d.Seconds()) }
 
 // observeWait counts a call that waited for its session's earlier writes
 // before routing (see pending), how long, and how the wait ended: "ahead"
 // (they were worked out, still to commit), "done" (committed), "bound"
 // (maxPendingWait passed) or "cancelled" (the client left).
 func (m *metrics) observeWait(d time.Duration, outcome string) {
-	m.add("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", 1, "outcome", outcome)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.wait.observe(d)
-}
-
-// lagQuantile returns the upper bound of the bucket holding the q-quantile
-// of the store lag (+Inf past the last bucket, 0 with no observation).
-func (m *metrics) lagQuantile(q float64) float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var seen uint64
-	for i, c := range m.lag.counts {
-		seen += c
-		if m.lag.n > 0 && float64(seen) >= q*float64(m.lag.n) {
-			if i == len(lagBuckets) {
-				return math.Inf(1)
-			}
-			return lagBuckets[i]
-		}
-	}
-	return 0
-}
-
-func (m *metrics) add(name, help string, v float64, labels ...string) {
-	var b strings.Builder
-	b.WriteString(name)
-	if len(labels) > 0 {
-		b.WriteByte('{')
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(labels[i])
-			b.WriteByte('=')
-			b.WriteString(strconv.Quote(labels[i+1]))
-		}
-		b.WriteByte('}')
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.counters == nil {
-		m.counters, m.help = map[string]float64{}, map[string]string{}
-	}
-	m.counters[b.String()] += v
-	m.help[name] = help
+	m.waits.WithLabelValues(outcome).Inc()
+	m.wait.Observe(d.Seconds())
 }
 
 // observe counts one assembled call once its answer has gone out.
 func (m *metrics) observe(a *assembly) {
 	mode := string(a.mode)
-	m.add("rcm_calls_total", "Model calls handled, by mode, kind, fallback and upstream status class.", 1,
-		"mode", mode, "kind", a.kind(), "fallback", a.fallback, "status", statusClass(a.status))
-	m.add("rcm_tokens_in_total", "Estimated context tokens received from clients.", float64(a.tokensIn), "mode", mode)
-	m.add("rcm_tokens_out_total", "Estimated context tokens forwarded upstream.", float64(a.tokensOut), "mode", mode)
+	m.calls.WithLabelValues(mode, a.kind(), a.fallback, statusClass(a.status)).Inc()
+	m.tokensIn.WithLabelValues(mode).Add(float64(a.tokensIn))
+	m.tokensOut.WithLabelValues(mode).Add(float64(a.tokensOut))
+	if a.tokensIn > 0 {
+		m.ratio.WithLabelValues(mode).Observe(float64(a.tokensOut) / float64(a.tokensIn))
+	}
+	if out, ok := a.clock.at(&a.clock.out); ok {
+		m.added.WithLabelValues(mode).Observe(out.Sub(a.clock.in).Seconds())
+		if first, ok := a.clock.at(&a.clock.first); ok {
+			m.ttfb.WithLabelValues(mode).Observe(first.Sub(out).Seconds())
+		}
+	}
 	if t := a.transcript; t != nil {
-		const help = "Request body bytes parsed, by whether they were read or taken over from the session's previous call (the parse cache)."
-		m.add("rcm_parse_bytes_total", help, float64(len(t.Body)-t.Reused()), "how", "read")
-		m.add("rcm_parse_bytes_total", help, float64(t.Reused()), "how", "reused")
+		m.parseBytes.WithLabelValues("read").Add(float64(len(t.Body) - t.Reused()))
+		m.parseBytes.WithLabelValues("reused").Add(float64(t.Reused()))
 	}
 	if a.complete {
-		m.add("rcm_upstream_seconds_total", "Time from sending a call upstream to the end of its answer.", a.latency.Seconds(), "mode", mode)
+		m.upstream.WithLabelValues(mode).Add(a.latency.Seconds())
 	}
 	if a.fit.Condensed+a.fit.Dropped > 0 {
-		m.add("rcm_budget_turns_total", "Turns condensed or dropped to fit --context-tokens.", float64(a.fit.Condensed), "action", "condensed")
-		m.add("rcm_budget_turns_total", "Turns condensed or dropped to fit --context-tokens.", float64(a.fit.Dropped), "action", "dropped")
+		m.budget.WithLabelValues("condensed").Add(float64(a.fit.Condensed))
+		m.budget.WithLabelValues("dropped").Add(float64(a.fit.Dropped))
 	}
 	if a.plan != nil && a.plan.Usage.Calls > 0 {
 		u := a.plan.Usage
-		m.add("rcm_router_model_calls_total", "Calls of the router's model classifier.", float64(u.Calls))
-		m.add("rcm_router_model_errors_total", "Failed calls of the router's model classifier.", float64(u.Errors))
-		m.add("rcm_router_model_seconds_total", "Time spent in the router's model classifier.", u.Latency.Seconds())
-		m.add("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", float64(u.PromptTokens), "type", "prompt")
-		m.add("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", float64(u.CompletionTokens), "type", "completion")
+		m.routerCalls.Add(float64(u.Calls))
+		m.routerErrors.Add(float64(u.Errors))
+		m.routerSeconds.Add(u.Latency.Seconds())
+		m.routerTokens.WithLabelValues("prompt").Add(float64(u.PromptTokens))
+		m.routerTokens.WithLabelValues("completion").Add(float64(u.CompletionTokens))
 	}
 }
 
@@ -134,46 +150,36 @@ func statusClass(s int) string {
 	if s == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%dxx", s/100)
-}
-
-func (m *metrics) write(w io.Writer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	series := make([]string, 0, len(m.counters))
-	for s := range m.counters {
-		series = append(series, s)
-	}
-	sort.Strings(series)
-	last := ""
-	for _, s := range series {
-		name, _, _ := strings.Cut(s, "{")
-		if name != last {
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, m.help[name], name)
-			last = name
-		}
-		fmt.Fprintf(w, "%s %g\n", s, m.counters[s])
-	}
-	m.lag.write(w, "rcm_store_lag_seconds", "Time from a call's answer to its store write committed.")
-	m.wait.write(w, "rcm_store_wait_seconds", "Time calls waited for their session's earlier store writes before routing.")
-}
-
-// write writes h in the Prometheus text format.
-func (h *histogram) write(w io.Writer, name, help string) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
-	var cum uint64
-	for i, c := range h.counts {
-		cum += c
-		le := "+Inf"
-		if i < len(lagBuckets) {
-			le = fmt.Sprint(lagBuckets[i])
-		}
-		fmt.Fprintf(w, "%s_bucket{le=%q} %d\n", name, le, cum)
-	}
-	fmt.Fprintf(w, "%s_sum %g\n%s_count %d\n", name, h.sum, name, h.n)
+	return strconv.Itoa(s/100) + "xx"
 }
 
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	h.metrics.write(w)
+	promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{ErrorLog: h.errLog}).ServeHTTP(w, r)
+}
+
+// clock marks a call's way through rcm: its request's arrival, its headers
+// written upstream and the upstream's first byte, and for its trace, its
+// routing and assembly. The last two are set by
+// the transport's goroutines (httptrace), hence atomic; the last write
+// wins when the transport retries on a fresh connection.
+type clock struct {
+	in         time.Time
+	out, first atomic.Int64 // UnixNano; 0 until it happens
+	// The routing's start and end and the assembly's end (zero when
+	// they did not happen), for the call's trace.
+	route, routed, assembled time.Time
+}
+
+// trace returns ctx with the client trace that sets c's upstream marks.
+func (c *clock) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders:         func() { c.out.Store(time.Now().UnixNano()) },
+		GotFirstResponseByte: func() { c.first.Store(time.Now().UnixNano()) },
+	})
+}
+
+// at returns the time of mark v, false when it has not happened.
+func (c *clock) at(v *atomic.Int64) (time.Time, bool) {
+	n := v.Load()
+	return time.Unix(0, n), n != 0
 }

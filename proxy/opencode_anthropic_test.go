@@ -29,20 +29,7 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 
 	up := &claudeUpstream{bash: "bash"}
 	h, tap, rcm := tappedProxy(t, up)
-	home := t.TempDir()
-	env, err := opencode.Env(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc := opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMAnthropic}
-	if err := oc.Write(opencode.GlobalConfig(home)); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := ocStart(ctx, t, bin, opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMAnthropic})
 
 	for _, mode := range opencode.Modes {
 		t.Run(mode, func(t *testing.T) {

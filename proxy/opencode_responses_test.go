@@ -33,20 +33,7 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			t.Cleanup(up.Close)
 			_, rcm, _ := newHandler(t, Config{Upstream: up.URL + "/v1"})
 
-			home := t.TempDir()
-			env, err := opencode.Env(home)
-			if err != nil {
-				t.Fatal(err)
-			}
-			oc := opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMOpenAI, Modes: []string{mode}}
-			if err := oc.Write(opencode.GlobalConfig(home)); err != nil {
-				t.Fatal(err)
-			}
-			srv, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
+			srv := ocStart(ctx, t, bin, opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMOpenAI, Modes: []string{mode}})
 			dir := t.TempDir()
 			for _, d := range []string{"alpha", "beta"} {
 				os.MkdirAll(filepath.Join(dir, d), 0o755)

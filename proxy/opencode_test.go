@@ -52,21 +52,8 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 	rcm := httptest.NewServer(tap)
 	t.Cleanup(func() { rcm.Close(); h.Close() })
 
-	home := t.TempDir()
-	env, err := opencode.Env(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc := opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", Modes: []string{"native", "rcm"}}
-	if err := oc.Write(opencode.GlobalConfig(home)); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	srv, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := ocStart(ctx, t, bin, opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", Modes: []string{"native", "rcm"}})
 	t.Logf("opencode serve ready in %v", time.Since(start).Round(time.Millisecond))
 
 	t.Run("native", func(t *testing.T) {
@@ -245,6 +232,26 @@ func ocInstall(ctx context.Context, t *testing.T) string {
 	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
 	t.Logf("OpenCode %s at %s (%v)", opencode.Version, bin, time.Since(start).Round(time.Millisecond))
 	return bin
+}
+
+// ocStart starts `opencode serve` with a home of its own whose global
+// config is oc (its providers pointing at rcm).
+func ocStart(ctx context.Context, t *testing.T, bin string, oc opencode.Config) *opencode.Server {
+	t.Helper()
+	home := t.TempDir()
+	env, err := opencode.Env(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.Write(opencode.GlobalConfig(home)); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // ocSession runs the two-turn session in a new directory through mode's

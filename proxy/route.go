@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/router"
@@ -27,6 +28,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 			return nil
 		}
 	}
+	a.clock.route = time.Now()
 	fps := t.Fingerprints()
 	prior := make([]router.Prior, len(fps))
 	var known []string
@@ -72,6 +74,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 		Tasks:     known,
 		Seeds:     seeds,
 	})
+	a.clock.routed = time.Now()
 	if err != nil {
 		return fmt.Errorf("route: %w", err)
 	}
@@ -112,10 +115,10 @@ func saveLabels(w writes, a *assembly) error {
 	for _, id := range a.knownTasks {
 		seen[id] = true
 	}
-	for _, d := range a.plan.Turns {
+	for i, d := range a.plan.Turns {
 		if d.Task != "" && d.Routed && !seen[d.Task] {
 			seen[d.Task] = true
-			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: d.Task, Created: a.at}); err != nil {
+			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: title(a.transcript, i), Created: a.at}); err != nil {
 				return err
 			}
 		}

@@ -190,6 +190,9 @@ func (c *wsConn) rebuild(frame []byte) []byte {
 	c.h.after.Add(1)
 	a := c.h.assemble(c.r, transcript.OpenAIResponses, c.mode, c.threshold, full)
 	a.sse = true // the tee holds the events as an event stream
+	a.clock.in = a.at
+	c.h.startTrace(c.r, a, transcript.OpenAIResponses, "/v1/responses", full)
+	a.events = a.tee(true)
 	c.mu.Lock()
 	c.pending = append(c.pending, a)
 	c.mu.Unlock()
@@ -226,8 +229,8 @@ func (c *wsConn) observe(msg []byte) {
 	if len(c.pending) > 0 {
 		a = c.pending[0]
 	}
-	if a != nil && a.mode == RCM {
-		w := a.response()
+	if a != nil && a.events != nil {
+		w := a.events
 		w.Write([]byte("data: "))
 		w.Write(msg)
 		w.Write([]byte("\n\n"))

@@ -86,8 +86,12 @@ type wsClient struct {
 }
 
 func dialCodex(t *testing.T, url string) (*wsClient, *http.Response, error) {
+	return dialCodexWith(t, url, http.Header{})
+}
+
+// dialCodexWith dials as dialCodex, with the headers of hdr added.
+func dialCodexWith(t *testing.T, url string, hdr http.Header) (*wsClient, *http.Response, error) {
 	hs := capture.Codex(t, "ws_handshake")
-	hdr := http.Header{}
 	for k, vs := range hs.Header {
 		if !strings.HasPrefix(k, "Sec-Websocket") && k != "Upgrade" {
 			hdr[k] = vs

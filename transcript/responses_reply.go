@@ -75,9 +75,12 @@ func responsesStream(events [][]byte, m *Message) {
 	responsesOutput(done, m)
 }
 
-// Usage is the token accounting of a Responses answer.
+// Usage is the token accounting of an answer: input tokens, those of
+// them served from the provider's cache and written to it, and output
+// tokens.
 type Usage struct {
 	Input, Cached, Output int64
+	Written               int64
 }
 
 // ResponsesEvent is what a Responses stream event tells about the

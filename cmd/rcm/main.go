@@ -16,6 +16,7 @@ Usage:
   rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
                         (live in a browser: http://127.0.0.1:8787/rcm/)
   rcm store compact     shrink the store file to its live data (rcm serve stopped)
+  rcm statusline        one line for Claude Code's status line (reads its session JSON on stdin)
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
@@ -36,6 +37,8 @@ func main() {
 		err = inspect(args)
 	case "store":
 		err = store(args)
+	case "statusline":
+		err = statusline(args, os.Stdin, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("rcm", version)
 	case "help", "--help", "-h":

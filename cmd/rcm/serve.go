@@ -40,6 +40,9 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "memory-api-key", env: "RCM_MEMORY_API_KEY", help: "key for the memory model; prefer the environment variable", set: stringOpt(&c.MemoryAPIKey), secret: true},
 		{flag: "router-api-key", env: "RCM_ROUTER_API_KEY", help: "key for the router's model; prefer the environment variable", set: stringOpt(&c.RouterAPIKey), secret: true},
 		{flag: "retain", env: "RCM_RETAIN", help: "how long a session is kept after its last call, e.g. 30d, 12h (default 30d); a sweeper deletes older ones every 10m", set: daysOpt(&c.Retain)},
+		{flag: "cache-ttl", env: "RCM_CACHE_TTL", help: "lifetime of the provider's prompt cache the inspector's cached-prefix share assumes (default 5m)", set: durationOpt(&c.CacheTTL)},
+		{flag: "otlp-endpoint", env: "OTEL_EXPORTER_OTLP_ENDPOINT", help: "OTLP collector base URL; when set, a span per model call is exported there, e.g. http://127.0.0.1:4318 (default: none, no traces)", set: stringOpt(&c.OTLPEndpoint)},
+		{flag: "otlp-protocol", env: "OTEL_EXPORTER_OTLP_PROTOCOL", help: "OTLP protocol: " + proxy.ProtocolHTTP + " or " + proxy.ProtocolGRPC + " (default " + proxy.ProtocolHTTP + ")", set: stringOpt(&c.OTLPProtocol)},
 		{flag: "max-store", env: "RCM_MAX_STORE", help: "bound on the store's live data, e.g. 512MiB, 2GB (default 1GiB); above it the least recently used sessions are deleted", set: sizeOpt(&c.MaxStore)},
 	}
 }

@@ -15,6 +15,7 @@ const state = {
   selected: 0,         // seq of the call whose details are open
   colours: new Map(),
   reload: 0,
+  relist: 0,
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -43,8 +44,11 @@ function nextCursor(link) {
   return m ? new URL(m[1], location.href).searchParams.get("after") || "" : "";
 }
 
-async function loadSessions(more) {
-  let url = `sessions?limit=${pageSize}`;
+// loadSessions loads the first page of sessions, or the next one (more),
+// or again as many as the list shows (refresh).
+async function loadSessions(more, refresh) {
+  const limit = refresh ? Math.max(pageSize, state.sessions.size) : pageSize;
+  let url = `sessions?limit=${limit}`;
   if (more && state.next) url += `&after=${encodeURIComponent(state.next)}`;
   const { body, resp } = await getJSON(url);
   if (!more) state.sessions.clear();
@@ -59,7 +63,8 @@ function renderSessions(flash) {
   for (const s of state.sessions.values()) {
     const li = el("li", { "data-id": s.id, onclick: () => openSession(s.id) },
       el("div", { class: "id", text: s.id }),
-      el("div", { class: "meta", text: `${count(s.calls, "call")} · ${timeAgo(s.updated)}` + (s.parent ? ` · child of ${s.parent}` : "") }));
+      el("div", { class: "first", title: s.first || "", text: (s.client ? `${s.client} · ` : "") + (s.first || "—") }),
+      el("div", { class: "meta", text: `${count(s.tasks || 0, "task")} · ${count(s.calls, "call")} · ${timeAgo(s.updated)}` + (s.parent ? ` · child of ${s.parent}` : "") }));
     if (state.current && state.current.session.id === s.id) li.classList.add("selected");
     if (flash === s.id) li.classList.add("flash");
     ul.append(li);
@@ -121,7 +126,8 @@ function renderSession() {
   if (!(v.tasks || []).length) box.append(el("p", { class: "muted", text: "No tasks yet (native calls and fallbacks create none)." }));
   for (const t of v.tasks || []) {
     const card = el("details", { class: "task-card", "data-task": t.id },
-      el("summary", {}, chip(t.id), ` ${count(t.turns, "turn")} · since ${new Date(t.created).toLocaleTimeString()}`),
+      el("summary", {}, chip(t.id), " ", el("span", { class: "title", text: t.name || "(untitled)" }),
+        el("span", { class: "muted", text: ` · ${count(t.turns, "turn")} · since ${new Date(t.created).toLocaleTimeString()}` })),
       el("pre", { text: records.has(t.id) ? recordText(records.get(t.id)) : "(no record yet)" }));
     card.style.borderLeftColor = colour(t.id);
     box.append(card);
@@ -237,8 +243,8 @@ function showDetail(seq) {
   row("fallback", el("span", { class: `fb-${e.fallback}`, text: e.fallback }));
   if (e.threshold) row("threshold", `${e.threshold.toFixed(2)} in effect`);
   if (decided) row("falls back", e.confidence >= 1 ? "at no threshold" : `at any threshold above ${e.confidence.toFixed(3)}`);
-  row("tokens", `${e.tokens_in} received → ${e.tokens_out} forwarded`);
-  row("cached prefix", e.prefix_share != null ? `${pct(e.prefix_share)} of the forwarded context repeats the previous call's` : "unknown (no previous call at hand)");
+  row("tokens", `${e.tokens_in} received → ${e.tokens_out} forwarded (the whole body, as in the calls table)`);
+  row("cached prefix", e.prefix_share != null ? `${pct(e.prefix_share)} of the forwarded messages would be served by the provider's cache: the longest prefix they share with an earlier call of the session still in the cache` : "unknown (no earlier call at hand)");
   box.append(dl);
 
   const turns = e.turns || [];
@@ -270,7 +276,8 @@ function showDetail(seq) {
     }
     const scale = Math.max(rtotal, ftotal);
     box.append(el("h3", { text: "Context, per turn" }),
-      el("div", { class: "bar-label", text: `received: ${rtotal} tokens, ${turns.length} turns` }), bar(recv, scale),
+      el("div", { class: "bar-label received", text: `received: ${rtotal} tokens in ${turns.length} turns${e.system_tokens ? " and the system prompt" : ""}` }), bar(recv, scale),
+      el("p", { class: "tokens-note muted", text: tokensNote(e.tokens_in, rtotal) }),
       el("div", { class: "bar-label", text: `forwarded: ${ftotal} tokens (dropped turns greyed above)` }), bar(fwd, scale));
     const legend = el("div", { class: "legend" });
     const sw = (c, text, cls) => { const s = el("span", { class: "swatch " + (cls || "") }); if (c) s.style.background = c; return el("span", {}, s, text); };
@@ -290,6 +297,15 @@ function showDetail(seq) {
   box.append(e.record ? el("pre", { class: "record", text: messageText(e.record) }) : el("p", { class: "muted", text: "none" }));
   $("#detail").hidden = false;
   $(".layout").classList.add("with-detail");
+}
+
+// tokensNote says how the bars' received tokens relate to the call's: the
+// bars hold the messages; the call's count is the whole body's.
+function tokensNote(whole, messages) {
+  const other = whole - messages;
+  if (other === 0) return `The same ${whole} tokens the call received.`;
+  if (other > 0) return `Of the ${whole} tokens the call received, the other ${other} are the body's fields besides the messages (tools, options), which no turn holds.`;
+  return `The call received ${whole} tokens: each turn's estimate rounds up, so the bars count ${-other} more.`;
 }
 
 // messageText returns a chat message's text content.
@@ -318,7 +334,12 @@ function connect() {
 
 function onCall({ session, event }) {
   const s = state.sessions.get(session);
-  const updated = { ...(s || { id: session, created: event.at }), updated: event.at, calls: (s ? s.calls : 0) + 1 };
+  const updated = { ...(s || { id: session, created: event.at, tasks: 0 }), updated: event.at, calls: (s ? s.calls : 0) + 1 };
+  if (event.client) updated.client = event.client;
+  // Its tasks and first request are the server's to say: ask again once
+  // the burst has passed.
+  clearTimeout(state.relist);
+  state.relist = setTimeout(() => loadSessions(false, true), 400);
   // The session moves to the top: the list is ordered by last use.
   state.sessions.delete(session);
   state.sessions = new Map([[session, updated], ...state.sessions]);

@@ -80,7 +80,7 @@ func TestRouteSignals(t *testing.T) {
 		{"follow-up", turn("yes please"), Options{}, "t2", MethodScored, false, []int{1, 2}},
 		{"slash command", turn("/review"), Options{}, "t2", MethodFollowUp, false, []int{1, 2}},
 		{"files", turn("Can you open django/contrib/admin/views/main.py again and check it?"), Options{}, "t2", MethodScored, false, []int{1, 2}},
-		{"lexical", turn("The parse_http_date two-digit years logic should follow RFC 7231 and compare with the current year."), Options{}, "t1", MethodScored, false, []int{0, 2}},
+		{"lexical falls back on its guess", turn("The parse_http_date two-digit years logic should follow RFC 7231 and compare with the current year."), Options{}, "t1", MethodScored, true, []int{0, 1, 2}},
 		{"ambiguous falls back", turn("Please write a short summary of everything you changed today for the changelog."), Options{}, "", "", true, []int{0, 1, 2}},
 		{"threshold override", turn("Back in /work/ws1: also handle four-digit years."), Options{Threshold: 1}, "t1", MethodWorkspace, true, []int{0, 1, 2}},
 	} {

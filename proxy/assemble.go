@@ -26,6 +26,7 @@ type assembly struct {
 	// cached-prefix share of the forwarded messages (the inspector's figure).
 	prefix     *prefixShare
 	mode       Mode
+	format     transcript.Format
 	threshold  float64
 	session    string
 	transcript *transcript.Transcript // nil when the body was not parsed
@@ -80,7 +81,7 @@ type assembly struct {
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
+	a := &assembly{mode: mode, format: format, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now()}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() {
 		// A bug in a pipeline step must not break the agent: fail open.
@@ -231,6 +232,9 @@ func (a *assembly) response() *limitedBuffer {
 func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
+	if a.session != "" && !a.complete && a.status/100 == 2 {
+		h.log.Info("call not recorded: its answer did not reach the client whole", "session", a.session, "kind", a.kind())
+	}
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
 	// h.after is done once the slot is over, not only its writes: a call

@@ -46,6 +46,12 @@ func codexBin(ctx context.Context, t *testing.T) string {
 // says "BIG" reports 50000 input tokens, so that Codex compacts before its
 // next turn.
 type codexModel struct {
+	// hold keeps an HTTP stream open this long after its last event
+	// unless the client leaves first, as an API may before it ends the
+	// stream: Codex closes its connection once it has read
+	// response.completed, before the stream has ended.
+	hold time.Duration
+
 	mu    sync.Mutex
 	calls []codexCall
 	n     int
@@ -73,6 +79,13 @@ func (m *codexModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, e := range evs {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", gjson.Get(e, "type").Str, e)
+	}
+	if m.hold > 0 {
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(m.hold):
+		}
 	}
 }
 
@@ -238,6 +251,9 @@ type codexTap struct {
 	mu    sync.Mutex
 	sent  [][]byte
 	tasks []string
+	// ids are the sessions Codex's requests named (WebSocket handshakes
+	// included).
+	ids map[string]bool
 	// busy counts the calls still being answered: Codex may have exited
 	// before its last call's handler returned.
 	busy sync.WaitGroup
@@ -246,17 +262,41 @@ type codexTap struct {
 func (t *codexTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.busy.Add(1)
 	defer t.busy.Done()
+	t.mu.Lock()
+	if t.ids == nil {
+		t.ids = map[string]bool{}
+	}
+	t.ids[sessionID(r.Header, nil)] = true
+	t.mu.Unlock()
 	if r.Method == http.MethodPost {
 		b, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(b))
+		// Deferred: rcm aborts the answer (panics with
+		// http.ErrAbortHandler) when Codex leaves before the upstream's
+		// stream has ended.
+		defer func() {
+			t.mu.Lock()
+			t.sent = append(t.sent, b)
+			t.tasks = append(t.tasks, w.Header().Get(HeaderTask))
+			t.mu.Unlock()
+		}()
 		t.next.ServeHTTP(w, r)
-		t.mu.Lock()
-		t.sent = append(t.sent, b)
-		t.tasks = append(t.tasks, w.Header().Get(HeaderTask))
-		t.mu.Unlock()
 		return
 	}
 	t.next.ServeHTTP(w, r)
+}
+
+// session returns the one session Codex's requests named.
+func (t *codexTap) session(tt *testing.T) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.ids) != 1 {
+		tt.Fatalf("Codex's requests named sessions %v, want one", t.ids)
+	}
+	for id := range t.ids {
+		return id
+	}
+	return ""
 }
 
 // codexEnv is a scratch HOME and CODEX_HOME with a config.toml whose
@@ -329,7 +369,7 @@ func TestCodexThroughRCM(t *testing.T) {
 }
 
 func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []string, mode string, ws bool) {
-	model := &codexModel{}
+	model := &codexModel{hold: 2 * time.Second}
 	up := httptest.NewServer(model)
 	t.Cleanup(up.Close)
 	cfg := Config{Upstream: up.URL + "/v1", DB: filepath.Join(t.TempDir(), "rcm.db")}
@@ -424,6 +464,12 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 		t.Errorf("no post-compaction call carried the task-aware summary (kinds %v)", kinds(after))
 	}
 	tap.busy.Wait()
+	if mode == "native" && ws {
+		// Native mode relays a WebSocket byte for byte (upgrade.go): rcm
+		// sees no call in it to record.
+	} else {
+		checkRecorded(t, h, srv.URL, map[string]int{tap.session(t): model.count()})
+	}
 	tap.mu.Lock()
 	defer tap.mu.Unlock()
 	if mode == "native" && !ws {

@@ -217,18 +217,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.after.Add(1)
 	a := h.assemble(r, format, mode, threshold, body)
 	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
-	// accounted for too.
+	// accounted for too, and it is complete when the client left only
+	// after its terminal event (Codex closes the connection on
+	// response.completed).
 	defer h.done(r, a)
+	defer h.answered(a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
+}
+
+// answered takes a complete call's place in its session's chain of
+// forwarded contexts, whose share is measured after the response, and lets
+// go of the forwarded bytes: the writes that follow may queue behind other
+// sessions' (see pending), and do not need them.
+func (h *Handler) answered(a *assembly) {
 	if a.complete && a.status/100 == 2 {
-		// Measured after the response, which ends when this returns.
 		if a.prefix = h.prefixes.take(a); a.prefix != nil {
 			go a.prefix.measure()
 		}
 	}
-	// The writes that follow may queue behind other sessions' (see
-	// pending): they do not need the forwarded bytes, so do not hold them.
 	a.body = nil
 }
 
@@ -245,32 +252,63 @@ func splitMode(p string) (mode Mode, path string, ok bool) {
 }
 
 // forward sends the request upstream (body, or the client's own body when
-// nil) and streams the answer back. a, when not nil, observes the answer;
-// it is complete only when the upstream sent it to its end and the client
-// took it all (otherwise ReverseProxy aborts the response by panicking with
-// http.ErrAbortHandler, and the caller's deferred done sees it incomplete).
+// nil) and streams the answer back. a, when not nil, observes the answer.
+// It is complete once the answer's end has reached the client: its
+// terminal event, for an event stream, written and flushed (whatever the
+// client does next: Codex closes the connection as soon as it reads
+// response.completed, which cancels the rest of the upstream's stream),
+// else the whole body. A client that leaves before that cancels the
+// upstream call, and ReverseProxy aborts the response by panicking with
+// http.ErrAbortHandler; the caller's deferred done sees it incomplete.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, body []byte, a *assembly) {
 	if a == nil {
 		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
 		return
 	}
 	start := time.Now()
+	complete := func() {
+		a.latency = time.Since(start)
+		a.complete = true
+	}
+	out := &flushed{ResponseWriter: w}
 	var answer *observed
-	h.reverseProxy(path, body, func(resp *http.Response) {
+	h.reverseProxy(path, body, func(resp *http.Response, ev *events) {
 		a.status = resp.StatusCode
-		a.sse = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		a.sse = ev != nil
 		answer = &observed{src: resp.Body}
 		if a.mode == RCM {
 			// Only rcm mode learns from answers (task records, summaries).
 			answer.tee = a.response()
 		}
 		resp.Body = answer
-	}).ServeHTTP(w, r)
-	if answer != nil && answer.eof {
-		a.latency = time.Since(start)
-		a.complete = true
+		if ev != nil {
+			ev.end = &ending{format: a.format}
+			ev.delivered = func() {
+				if out.err == nil {
+					complete()
+				}
+			}
+		}
+	}).ServeHTTP(out, r)
+	if answer != nil && answer.eof && !a.complete {
+		complete()
 	}
 }
+
+// flushed is the client's ResponseWriter as ReverseProxy writes an observed
+// answer to it: it keeps the outcome of the latest flush, which
+// ReverseProxy (flushing after every write) does not look at.
+type flushed struct {
+	http.ResponseWriter
+	err error
+}
+
+func (f *flushed) FlushError() error {
+	f.err = http.NewResponseController(f.ResponseWriter).Flush()
+	return f.err
+}
+
+func (f *flushed) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // writeJSON answers with v as JSON (inspector endpoints).
 func writeJSON(w http.ResponseWriter, v any) {

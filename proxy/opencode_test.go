@@ -115,6 +115,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 		if kinds["agent"] != 4 || kinds["title"] != 1 || kinds["compaction"] != 1 {
 			t.Errorf("upstream saw calls of kinds %v, want agent 4, title 1, compaction 1", kinds)
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{id: len(got)})
 	})
 
 	t.Run("rcm-prefix", func(t *testing.T) {
@@ -134,6 +135,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 				t.Errorf("upstream path %s, want the prefix stripped", r.Path)
 			}
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{id: len(up.Session(id))})
 	})
 
 	// Two tasks in one OpenCode session, named with the [task: ...] tag:
@@ -216,6 +218,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 				t.Fatalf("OpenCode's compaction call reached the model without %q:\n%s", want, compaction)
 			}
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{s.ID: len(up.Session(s.ID))})
 	})
 }
 

@@ -38,8 +38,9 @@ func newTransport(cfg *Config) *http.Transport {
 // are sent, aborting the client's response (http.ErrAbortHandler) when the
 // upstream breaks off, so that the harness sees the failure. body, when
 // not nil, replaces the client's body; observe, when not nil, sees the
-// answer before its headers go out.
-func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Response)) *httputil.ReverseProxy {
+// answer before its headers go out, with the reader that will hand an
+// event stream to the client one event at a time (nil for other answers).
+func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Response, *events)) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { h.rewrite(pr, path, body) },
 		Transport:     h.transport,
@@ -53,13 +54,16 @@ func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Resp
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			dropRCMHeaders(resp.Header) // rcm's own X-RCM-* answer headers win
-			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-			if observe != nil {
-				observe(resp)
-			}
-			if sse {
+			var ev *events
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 				resp.Header.Set("X-Accel-Buffering", "no")
-				resp.Body = &events{src: resp.Body}
+				ev = &events{}
+			}
+			if observe != nil {
+				observe(resp, ev)
+			}
+			if ev != nil {
+				ev.src, resp.Body = resp.Body, ev
 			}
 			return nil
 		},

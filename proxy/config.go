@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
 )
 
 // Mode selects what rcm does to a request.
@@ -54,7 +55,9 @@ type Config struct {
 	// Mode is used when a request names none. Default rcm.
 	Mode Mode `json:"mode"`
 	// Threshold is the router confidence below which the full history is
-	// kept. Default 0.8; a request may override it with X-RCM-Threshold.
+	// kept, in (0, 1]; 0 means unset, DefaultThreshold (rcm serve refuses
+	// --threshold 0: see ParseThreshold). A request may override it with
+	// X-RCM-Threshold.
 	Threshold float64 `json:"threshold"`
 	// DB is the bbolt store file. Default: memory.DefaultPath(), a file
 	// under the user's data directory.
@@ -121,7 +124,7 @@ const (
 	DefaultListen            = "127.0.0.1:8787"
 	DefaultUpstream          = "https://api.openai.com/v1"
 	DefaultAnthropic         = "https://api.anthropic.com"
-	DefaultThreshold         = 0.8
+	DefaultThreshold         = router.DefaultThreshold
 	DefaultMaxBody           = 32 << 20
 	DefaultHeaderTimeout     = 10 * time.Minute
 	DefaultDialTimeout       = 10 * time.Second

@@ -183,9 +183,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	threshold := h.cfg.Threshold
 	if vs, ok := r.Header[http.CanonicalHeaderKey(HeaderThreshold)]; ok {
-		t, err := parseThreshold(strings.Join(vs, ","))
+		v := strings.Join(vs, ",")
+		t, err := ParseThreshold(v)
 		if err != nil {
-			writeError(w, &httpError{http.StatusBadRequest, "bad_threshold", err})
+			writeError(w, &httpError{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: %w", HeaderThreshold, v, err)})
 			return
 		}
 		threshold = t

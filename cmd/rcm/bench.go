@@ -23,8 +23,9 @@ import (
 	"github.com/rcm-dev/rcm/proxy"
 )
 
-const benchUsage = `Usage:
-  rcm bench replay [flags]   replay sessions through the proxy against a scripted upstream
+// benchCommands lists the bench's subcommands, for rcm --help and rcm
+// bench --help alike.
+const benchCommands = `  rcm bench replay [flags]   replay sessions through the proxy against a scripted upstream
   rcm bench run [flags]      drive a real harness through the schedules and score the patches
   rcm bench report DIR       Res_unint, Res_switch, Gap and costs of a bench run's results
   rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
@@ -33,9 +34,15 @@ const benchUsage = `Usage:
   rcm bench floor KIND       serve a floor rcm bench proxy measures against (relay or bare)
 `
 
+const benchUsage = "Usage:\n" + benchCommands + "\nEach subcommand's --help lists its flags.\n"
+
 func bench(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench: missing subcommand\n\n%s", benchUsage)
+	}
+	if isHelp(args[0]) {
+		fmt.Print(benchUsage)
+		return nil
 	}
 	switch args[0] {
 	case "replay":

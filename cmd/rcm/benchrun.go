@@ -222,8 +222,13 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 
 // benchReport is `rcm bench report DIR`.
 func benchReport(args []string, stdout io.Writer) error {
+	const usage = "usage: rcm bench report DIR (the --out folder of rcm bench run)"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: rcm bench report DIR (the --out folder of rcm bench run)")
+		return errors.New(usage)
 	}
 	rep, err := report.Write(args[0])
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ type Handler struct {
 	target          *url.URL // cfg.Upstream
 	anthropicTarget *url.URL // cfg.AnthropicUpstream
 	transport       *http.Transport
+	proxy           *httputil.ReverseProxy // every forwarded request's (see call)
 	log             *slog.Logger
 	errLog          *log.Logger // ReverseProxy's own messages, into log
 	token           []byte      // SHA-256 of cfg.AuthToken; nil without one
@@ -133,6 +135,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		sum := sha256.Sum256([]byte(cfg.AuthToken))
 		h.token = sum[:]
 	}
+	h.proxy = h.newReverseProxy()
 	h.admin = h.inspector()
 	return h, nil
 }
@@ -262,8 +265,9 @@ func splitMode(p string) (mode Mode, path string, ok bool) {
 // upstream call, and ReverseProxy aborts the response by panicking with
 // http.ErrAbortHandler; the caller's deferred done sees it incomplete.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, body []byte, a *assembly) {
+	c := &call{path: path, body: body}
 	if a == nil {
-		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
+		h.proxy.ServeHTTP(w, withCall(r, c))
 		return
 	}
 	start := time.Now()
@@ -273,7 +277,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 	}
 	out := &flushed{ResponseWriter: w}
 	var answer *observed
-	h.reverseProxy(path, body, func(resp *http.Response, ev *events) {
+	c.observe = func(resp *http.Response, ev *events) {
 		a.status = resp.StatusCode
 		a.sse = ev != nil
 		answer = &observed{src: resp.Body}
@@ -290,7 +294,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 				}
 			}
 		}
-	}).ServeHTTP(out, r)
+	}
+	h.proxy.ServeHTTP(out, withCall(r, c))
 	if answer != nil && answer.eof && !a.complete {
 		complete()
 	}

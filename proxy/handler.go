@@ -82,9 +82,14 @@ type Handler struct {
 // least recently active sessions' next call is parsed whole.
 const maxParseBytes = 64 << 20
 
-// New returns a Handler for cfg, which must have passed Validate. It opens
-// the store at cfg.DB; Close closes it.
+// New returns a Handler for cfg, with its defaults filled in (Defaults),
+// once it has passed Validate. It opens the store at cfg.DB; Close closes
+// it.
 func New(cfg Config, logger *slog.Logger) (*Handler, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,22 +103,11 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	}
 	// Errors quote URLs and upstream answers: no secret reaches the log.
 	logger = slog.New(redact.Handler(logger.Handler()))
-	rt, err := router.New(router.Config{
-		Threshold: cfg.Threshold,
-		Model:     cfg.RouterModel,
-		BaseURL:   cfg.RouterBaseURL,
-		APIKey:    cfg.RouterAPIKey,
-	})
+	rt, err := router.New(cfg.routerConfig())
 	if err != nil {
 		return nil, err
 	}
-	var sum *memory.Summarizer
-	if cfg.MemoryModel != "" {
-		sum = &memory.Summarizer{Model: cfg.MemoryModel, BaseURL: cfg.MemoryBaseURL, APIKey: cfg.MemoryAPIKey}
-		if err := sum.Validate(); err != nil {
-			return nil, err
-		}
-	}
+	sum := cfg.summarizer()
 	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,7 @@ func serve(args []string) error {
 	if err := parseOptions("serve", args, serveOptions(&cfg), true, "Usage: rcm serve [flags]\n\nRuns the proxy. Every flag has an environment twin; --config FILE sets the same keys from JSON."); err != nil {
 		return err
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
@@ -64,6 +65,10 @@ type assembly struct {
 	observed    *memory.Record
 	recordSame  bool
 	labelsSaved int
+	// sections is a compaction call's summary split by task, worked out
+	// once (summarySections).
+	summary  sync.Once
+	sections map[string]string
 
 	// slot orders the call's writes after its session's earlier ones
 	// (nil: not ordered); ahead is what the call read of the previous

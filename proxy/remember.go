@@ -156,13 +156,15 @@ func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
 // record's (at most a quarter of the budget).
 func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (transcript.Edit, error) {
 	t, budget := a.transcript, h.cfg.ContextTokens
-	out, rep := compaction.Fit(t, withRecords(t, e, places), budget, cur)
+	reserve := 0
+	if a.task != "" {
+		reserve = min(h.cfg.MemoryTokens, budget/4)
+	}
+	out, rep := compaction.Fit(t, withRecords(t, e, places), budget, reserve, cur)
+	a.fit = rep
 	if rep.Dropped == 0 || a.task == "" {
-		a.fit = rep
 		return out, nil
 	}
-	reserve := min(h.cfg.MemoryTokens, budget/4)
-	out, rep = compaction.Fit(t, withRecords(t, e, places), budget-reserve, cur)
 	kept := make(map[int]bool, len(out.Keep))
 	for _, i := range out.Keep {
 		kept[i] = true
@@ -194,12 +196,6 @@ func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (
 		}
 	}
 	out.Insert = withRecords(t, transcript.Edit{Insert: e.Insert}, left).Insert
-	size := len(t.Body)
-	if b, err := t.Rebuild(out); err == nil {
-		size = len(b)
-	}
-	rep.TokensAfter = compaction.Estimate(size)
-	a.fit = rep
 	return out, nil
 }
 
@@ -444,11 +440,13 @@ func attributeSummary(w *memory.Tx, a *assembly) error {
 }
 
 // summarySections splits a compaction call's summary by task (none when
-// the session has fewer than two tasks or the answer has no text).
+// the session has fewer than two tasks or the answer has no text), once:
+// the call's writes and the next call's read ahead of them both need it.
 func summarySections(a *assembly) map[string]string {
-	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
-	if !ok || len(a.knownTasks) < 2 {
-		return nil
-	}
-	return compaction.SplitSummary(reply.Text(), a.knownTasks)
+	a.summary.Do(func() {
+		if reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse); ok && len(a.knownTasks) >= 2 {
+			a.sections = compaction.SplitSummary(reply.Text(), a.knownTasks)
+		}
+	})
+	return a.sections
 }

@@ -57,6 +57,8 @@ type assembly struct {
 	// placed after the response; the budget fit.
 	frozen memory.Frozen
 	freeze []frozen
+	// record is the task's record, read once (taskRecord).
+	record *taskRecord
 	fit    compaction.Report
 	// observed is the task's record with this call read into it,
 	// prepared before the write transaction (see prepareRecord);

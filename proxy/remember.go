@@ -131,12 +131,7 @@ func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int
 // to be frozen before turn ti after the response (an empty message when the
 // task has no requirements yet, so that later calls add none there either).
 func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
-	var rec memory.Record
-	var found bool
-	err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) (err error) {
-		rec, found, err = v.Record(a.session, a.task)
-		return err
-	})
+	rec, found, err := h.taskRecord(a, a.ahead.pendingWrites())
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +206,34 @@ func withRecords(t *transcript.Transcript, e transcript.Edit, places []place) tr
 	slices.SortStableFunc(ins, func(x, y transcript.Insert) int { return cmp.Compare(x.Before, y.Before) })
 	e.Insert = ins
 	return e
+}
+
+// taskRecord returns the record of the call's task through the writes
+// before (the session's earlier ones), read once a call: with the labels
+// when they named the current turn's task (route), else on first use. The
+// record may change before the call's writes (a memory-model summary
+// lands): observe checks its version.
+func (h *Handler) taskRecord(a *assembly, before []*memory.Pending) (memory.Record, bool, error) {
+	if r := a.record; r != nil && r.task == a.task {
+		return r.rec, r.found, nil
+	}
+	r := &taskRecord{task: a.task}
+	err := h.store.ViewWith(before, func(v *memory.View) (err error) {
+		r.rec, r.found, err = v.Record(a.session, a.task)
+		return err
+	})
+	if err != nil {
+		return memory.Record{}, false, err
+	}
+	a.record = r
+	return r.rec, r.found, nil
+}
+
+// taskRecord is a task's record as a call read it.
+type taskRecord struct {
+	task  string
+	rec   memory.Record
+	found bool
 }
 
 // taskIDs lists every task the session holds, from the store and this call.
@@ -361,11 +384,7 @@ func (h *Handler) prepareRecord(a *assembly) error {
 	}
 	// The session's earlier writes may still be committing: the record
 	// is read through them.
-	var rec memory.Record
-	err := h.store.ViewWith(pendings(a.slot.before()), func(v *memory.View) (err error) {
-		rec, _, err = v.Record(a.session, a.task)
-		return err
-	})
+	rec, _, err := h.taskRecord(a, pendings(a.slot.before()))
 	if err != nil {
 		return err
 	}

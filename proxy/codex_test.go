@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,60 +243,6 @@ func (m *codexModel) count() int {
 	return len(m.calls)
 }
 
-// codexTap records what Codex sent rcm over HTTP and the task rcm named.
-type codexTap struct {
-	next  http.Handler
-	mu    sync.Mutex
-	sent  [][]byte
-	tasks []string
-	// ids are the sessions Codex's requests named (WebSocket handshakes
-	// included).
-	ids map[string]bool
-	// busy counts the calls still being answered: Codex may have exited
-	// before its last call's handler returned.
-	busy sync.WaitGroup
-}
-
-func (t *codexTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	t.busy.Add(1)
-	defer t.busy.Done()
-	t.mu.Lock()
-	if t.ids == nil {
-		t.ids = map[string]bool{}
-	}
-	t.ids[sessionID(r.Header, nil)] = true
-	t.mu.Unlock()
-	if r.Method == http.MethodPost {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		// Deferred: rcm aborts the answer (panics with
-		// http.ErrAbortHandler) when Codex leaves before the upstream's
-		// stream has ended.
-		defer func() {
-			t.mu.Lock()
-			t.sent = append(t.sent, b)
-			t.tasks = append(t.tasks, w.Header().Get(HeaderTask))
-			t.mu.Unlock()
-		}()
-		t.next.ServeHTTP(w, r)
-		return
-	}
-	t.next.ServeHTTP(w, r)
-}
-
-// session returns the one session Codex's requests named.
-func (t *codexTap) session(tt *testing.T) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.ids) != 1 {
-		tt.Fatalf("Codex's requests named sessions %v, want one", t.ids)
-	}
-	for id := range t.ids {
-		return id
-	}
-	return ""
-}
-
 // codexEnv is a scratch HOME and CODEX_HOME with a config.toml whose
 // provider points at base (rcm), and a git checkout with two task folders.
 func codexEnv(t *testing.T, base string, ws bool) (env []string, dir string) {
@@ -370,19 +314,7 @@ func TestCodexThroughRCM(t *testing.T) {
 
 func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []string, mode string, ws bool) {
 	model := &codexModel{hold: 2 * time.Second}
-	up := httptest.NewServer(model)
-	t.Cleanup(up.Close)
-	cfg := Config{Upstream: up.URL + "/v1", DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &codexTap{next: h}
-	srv := httptest.NewServer(tap)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	h, tap, srv := tappedProxy(t, model)
 	env, dir := codexEnv(t, srv.URL+"/"+mode+"/v1", ws)
 
 	run := func(args ...string) {
@@ -463,20 +395,20 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	if post == 0 && mode == "rcm" {
 		t.Errorf("no post-compaction call carried the task-aware summary (kinds %v)", kinds(after))
 	}
+	// Codex may have exited before its last call's handler returned.
 	tap.busy.Wait()
 	if mode == "native" && ws {
 		// Native mode relays a WebSocket byte for byte (upgrade.go): rcm
 		// sees no call in it to record.
 	} else {
-		checkRecorded(t, h, srv.URL, map[string]int{tap.session(t): model.count()})
+		checkRecorded(t, h, srv.URL, map[string]int{tap.only(t): model.count()})
 	}
-	tap.mu.Lock()
-	defer tap.mu.Unlock()
+	calls := tap.snapshot()
 	if mode == "native" && !ws {
 		// What Codex sent is what the upstream got, byte for byte.
 		sent := map[string]int{}
-		for _, b := range tap.sent {
-			sent[string(b)]++
+		for _, c := range calls {
+			sent[string(c.body)]++
 		}
 		for i, c := range model.since(0) {
 			if sent[string(c.body)] == 0 {
@@ -487,8 +419,8 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	}
 	if mode != "native" && !ws {
 		var tasks []string
-		for _, tk := range tap.tasks {
-			if tk != "" {
+		for _, c := range calls {
+			if tk := c.resp.Get(HeaderTask); tk != "" {
 				tasks = append(tasks, tk)
 			}
 		}

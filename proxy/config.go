@@ -175,9 +175,9 @@ func (c Config) Validate() error {
 	if err := checkExposure(c.Listen, c.AuthToken); err != nil {
 		return err
 	}
-	for name, u := range map[string]string{"upstream": c.Upstream, "anthropic-upstream": c.AnthropicUpstream} {
-		if err := str.HTTPURL(u); err != nil {
-			return fmt.Errorf("%s %q: %w", name, u, err)
+	for _, u := range [][2]string{{"upstream", c.Upstream}, {"anthropic-upstream", c.AnthropicUpstream}} {
+		if err := str.HTTPURL(u[1]); err != nil {
+			return fmt.Errorf("%s %q: %w", u[0], u[1], err)
 		}
 	}
 	if _, err := parseMode(string(c.Mode)); err != nil {

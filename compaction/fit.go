@@ -49,10 +49,14 @@ const (
 // quarter of the budget, so the same turns stay dropped until the
 // condensed history has grown by about a step.
 //
+// Dropping turns takes what the history held out of it: when it must drop,
+// Fit drops down to budget less reserve instead, keeping room for what the
+// caller puts before the first kept turn then (rcm's task record).
+//
 // When even that leaves the body over budget (a huge current turn), Fit
 // returns its best and TokensAfter says by how much it missed. Fit never
 // modifies e; the same inputs give the same Edit.
-func Fit(t *transcript.Transcript, e transcript.Edit, budget int, current int) (transcript.Edit, Report) {
+func Fit(t *transcript.Transcript, e transcript.Edit, budget, reserve, current int) (transcript.Edit, Report) {
 	f := newFitter(t, e)
 	rep := Report{TokensBefore: Estimate(f.size())}
 	rep.TokensAfter = rep.TokensBefore
@@ -76,7 +80,12 @@ func Fit(t *transcript.Transcript, e transcript.Edit, budget int, current int) (
 			condensed[ti] = true
 		}
 	}
-	if excess := f.size() - limit; excess > 0 {
+	if f.size() > limit {
+		// Every older turn is condensed: the rest is dropped, to the
+		// budget less reserve. (The condensing above would have gone as
+		// far for that budget.)
+		limit = max(budget-reserve, 0) * bytesPerToken
+		excess := f.size() - limit
 		step := max(limit/4, 1)
 		limit = max(f.size()-(excess+step-1)/step*step, 0)
 	}

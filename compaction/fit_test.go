@@ -189,7 +189,7 @@ func TestFit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			keep0, repl0 := slices.Clone(c.e.Keep), maps.Clone(c.e.Replace)
-			out, rep := Fit(tr, c.e, c.budget, current)
+			out, rep := Fit(tr, c.e, c.budget, 0, current)
 			if !slices.Equal(keep0, c.e.Keep) || !maps.EqualFunc(repl0, c.e.Replace, bytes.Equal) {
 				t.Fatal("Fit modified its input edit")
 			}
@@ -221,7 +221,7 @@ func TestFit(t *testing.T) {
 			if c.e.Insert != nil && !bytes.Contains(built, memMsg) {
 				t.Error("inserted message lost")
 			}
-			again, rep2 := Fit(tr, c.e, c.budget, current)
+			again, rep2 := Fit(tr, c.e, c.budget, 0, current)
 			if !reflect.DeepEqual(again, out) || rep2 != rep {
 				t.Error("not deterministic")
 			}
@@ -237,7 +237,7 @@ func TestFitRespectsReplacedAndCurrent(t *testing.T) {
 	// and the turns after it stay whole.
 	repl := []byte(`{"role":"tool","tool_call_id":"call_0","content":"replaced"}`)
 	e := transcript.Edit{Keep: keepAll(tr), Replace: map[int][]byte{3: repl}}
-	out, rep := Fit(tr, e, 1000, 1)
+	out, rep := Fit(tr, e, 1000, 0, 1)
 	checkFit(t, tr, e, out, rep, 1000, 1)
 	if rep.Condensed != 0 || rep.Dropped != 1 {
 		t.Errorf("report %+v", rep)
@@ -255,7 +255,7 @@ func TestFitRespectsReplacedAndCurrent(t *testing.T) {
 func TestFitBadEdit(t *testing.T) {
 	tr := chattest.Parse(t, session(2, 9000, 0, false))
 	e := transcript.Edit{Keep: []int{0, 1, 1, 99}}
-	if out, rep := Fit(tr, e, 10, 1); !reflect.DeepEqual(out, e) || rep.Condensed+rep.Dropped != 0 {
+	if out, rep := Fit(tr, e, 10, 0, 1); !reflect.DeepEqual(out, e) || rep.Condensed+rep.Dropped != 0 {
 		t.Errorf("bad edit changed: %+v", rep)
 	}
 }
@@ -265,7 +265,7 @@ func TestFitCaptures(t *testing.T) {
 		tr := chattest.Parse(t, capture.Body(t, name))
 		e := transcript.Edit{Keep: keepAll(tr)}
 		current := len(tr.Turns) - 1
-		out, rep := Fit(tr, e, 1, current)
+		out, rep := Fit(tr, e, 1, 0, current)
 		checkFit(t, tr, e, out, rep, 1, current)
 		if rep.Dropped != current {
 			t.Errorf("%s: dropped %d of %d older turns", name, rep.Dropped, current)
@@ -295,7 +295,7 @@ func FuzzFit(f *testing.F) {
 		if len(tr.Turns) > 0 {
 			e.Insert = []transcript.Insert{{Before: tr.Turns[len(tr.Turns)-1].Start, Raw: []byte(`{"role":"user","content":"mem"}`)}}
 		}
-		out, rep := Fit(tr, e, budget%100000, current)
+		out, rep := Fit(tr, e, budget%100000, 0, current)
 		checkFit(t, tr, e, out, rep, budget%100000, current)
 		if rep.Condensed < 0 || rep.Dropped < 0 || rep.Dropped > len(tr.Turns) {
 			t.Fatalf("report %+v", rep)
@@ -312,14 +312,14 @@ func BenchmarkFit(b *testing.B) {
 	e := transcript.Edit{Keep: keepAll(tr)}
 	current := len(tr.Turns) - 1
 	budget := Estimate(len(body)) / 8 // condenses every older turn, then drops
-	if _, rep := Fit(tr, e, budget, current); rep.Condensed == 0 || rep.Dropped == 0 {
+	if _, rep := Fit(tr, e, budget, 0, current); rep.Condensed == 0 || rep.Dropped == 0 {
 		b.Fatalf("benchmark does not exercise both phases: %+v", rep)
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
 	for b.Loop() {
-		Fit(tr, e, budget, current)
+		Fit(tr, e, budget, 0, current)
 	}
 }
 
@@ -339,7 +339,7 @@ func TestFitResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := transcript.Edit{Keep: keepAll(tr)}
-	out, rep := Fit(tr, e, 2000, len(tr.Turns)-1)
+	out, rep := Fit(tr, e, 2000, 0, len(tr.Turns)-1)
 	if rep.Condensed != 1 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -369,7 +369,7 @@ func TestFitSteps(t *testing.T) {
 	moves, over := 0, 0
 	for n := 1; n <= turns; n++ {
 		tr := chattest.Parse(t, session(n, 20000, 6000, false))
-		out, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, budget, len(tr.Turns)-1)
+		out, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, budget, 0, len(tr.Turns)-1)
 		if rep.TokensAfter > budget {
 			t.Fatalf("%d turns: %d tokens over budget %d", n, rep.TokensAfter, budget)
 		}
@@ -435,4 +435,30 @@ func FuzzCutContent(f *testing.F) {
 			t.Fatalf("cut from the ends:\n%.300s\nthe general way:\n%.300s", got, want)
 		}
 	})
+}
+
+// TestFitReserve: a reserve changes only what Fit drops, to the budget less
+// the reserve, exactly as fitting again to that smaller budget once turns
+// must go (what the proxy did, in two passes, before Fit took a reserve).
+func TestFitReserve(t *testing.T) {
+	const budget = 40000
+	dropped := 0
+	for n := 1; n <= 40; n += 3 {
+		tr := chattest.Parse(t, session(n, 20000, 6000, false))
+		e, cur := transcript.Edit{Keep: keepAll(tr)}, len(tr.Turns)-1
+		for _, reserve := range []int{0, 2000, budget / 4} {
+			want, wrep := Fit(tr, e, budget, 0, cur)
+			if wrep.Dropped > 0 {
+				want, wrep = Fit(tr, e, budget-reserve, 0, cur)
+				dropped++
+			}
+			got, rep := Fit(tr, e, budget, reserve, cur)
+			if !reflect.DeepEqual(got, want) || rep != wrep {
+				t.Fatalf("%d turns, reserve %d: %+v, want %+v", n, reserve, rep, wrep)
+			}
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no call dropped turns: the reserve was never exercised")
+	}
 }

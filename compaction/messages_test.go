@@ -92,7 +92,7 @@ func TestFitMessagesKeepsPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, 12000, 1)
+	e, rep := Fit(tr, transcript.Edit{Keep: keepAll(tr)}, 12000, 0, 1)
 	if rep.Condensed != 1 || rep.Dropped != 0 {
 		t.Fatalf("report %+v", rep)
 	}

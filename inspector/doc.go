@@ -9,7 +9,9 @@
 // call's store write; it never imports the proxy. The page reads the
 // proxy's JSON endpoints (/rcm/sessions, /rcm/sessions/{id}) for the rest.
 // Register puts its routes on the proxy's /rcm/ mux, so that whatever guards
-// that mux (access rules) guards them too.
+// that mux (access rules) guards them too, and it answers its errors with
+// the Fail the proxy gives it, so that /rcm/ answers every error in one
+// shape.
 //
 // Caveats:
 //   - The feed is best effort: a subscriber whose buffer is full misses

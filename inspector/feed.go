@@ -109,18 +109,19 @@ func (f *Feed) unsubscribe(s *subscriber) {
 	delete(f.subs, s)
 }
 
-// ServeHTTP streams calls as server-sent events ("call" events whose data
-// is a Call; "dropped" events whose data is how many calls were missed),
-// one flush per event, until the client leaves or the feed closes.
-// ?session=ID limits the stream to one session.
-func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Serve streams calls as server-sent events ("call" events whose data is
+// a Call; "dropped" events whose data is how many calls were missed), one
+// flush per event, until the client leaves or the feed closes.
+// ?session=ID limits the stream to one session. It returns false, having
+// written nothing, when the feed is already closed.
+func (f *Feed) Serve(w http.ResponseWriter, r *http.Request) bool {
 	s, done, ok := f.subscribe(r.URL.Query().Get("session"))
 	if !ok {
-		http.Error(w, "rcm is shutting down", http.StatusServiceUnavailable)
-		return
+		return false
 	}
 	defer f.unsubscribe(s)
 	f.stream(w, r, s, done)
+	return true
 }
 
 func (f *Feed) stream(w http.ResponseWriter, r *http.Request, s *subscriber, done <-chan struct{}) {

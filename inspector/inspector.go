@@ -1,9 +1,13 @@
 package inspector
 
 import (
+	"cmp"
 	"embed"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/rcm-dev/rcm/memory"
 )
@@ -22,19 +26,30 @@ type Source interface {
 type Inspector struct {
 	src  Source
 	feed *Feed
+	fail Fail
 }
 
-// New returns an inspector reading src and streaming feed.
-func New(src Source, feed *Feed) *Inspector {
-	return &Inspector{src: src, feed: feed}
+// Fail answers a request the inspector cannot serve, with its status, a
+// machine-readable code and why: the proxy answers every error under /rcm/
+// in one shape.
+type Fail func(w http.ResponseWriter, status int, code string, err error)
+
+// New returns an inspector reading src, streaming feed and answering its
+// errors with fail.
+func New(src Source, feed *Feed, fail Fail) *Inspector {
+	return &Inspector{src: src, feed: feed, fail: fail}
 }
 
 // Register adds the inspector's routes to mux, which serves /rcm/.
 func (in *Inspector) Register(mux *http.ServeMux) {
 	ui, _ := fs.Sub(files, "ui") // cannot fail: ui is embedded
 	mux.Handle("GET /rcm/{$}", page(ui))
-	mux.Handle("GET /rcm/ui/", http.StripPrefix("/rcm/ui/", assets(ui)))
-	mux.Handle("GET /rcm/feed", in.feed)
+	mux.Handle("GET /rcm/ui/", http.StripPrefix("/rcm/ui/", in.assets(ui)))
+	mux.HandleFunc("GET /rcm/feed", func(w http.ResponseWriter, r *http.Request) {
+		if !in.feed.Serve(w, r) {
+			in.fail(w, http.StatusServiceUnavailable, "shutting_down", errors.New("rcm is shutting down"))
+		}
+	})
 	mux.HandleFunc("GET /rcm/sessions/{id}/timeline.svg", in.timeline)
 }
 
@@ -50,9 +65,14 @@ func page(ui fs.FS) http.Handler {
 	})
 }
 
-func assets(ui fs.FS) http.Handler {
+func (in *Inspector) assets(ui fs.FS) http.Handler {
 	files := http.FileServerFS(ui)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The file server's own 404 is text.
+		if _, err := fs.Stat(ui, strings.TrimSuffix(cmp.Or(r.URL.Path, "."), "/")); err != nil {
+			in.fail(w, http.StatusNotFound, "not_found", fmt.Errorf("no inspector file %s", r.URL.Path))
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		files.ServeHTTP(w, r)

@@ -67,7 +67,7 @@ func readEvents(t *testing.T, r io.Reader, n int) []string {
 // the handler when the client leaves.
 func TestFeedStream(t *testing.T) {
 	var f Feed
-	srv := httptest.NewServer(&f)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Serve(w, r) }))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "?session=a")
 	if err != nil {

@@ -54,14 +54,14 @@ func (in *Inspector) timeline(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("events"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > maxTimeline {
-			http.Error(w, fmt.Sprintf("events=%q: want a number in 1..%d", v, maxTimeline), http.StatusBadRequest)
+			in.fail(w, http.StatusBadRequest, "bad_query", fmt.Errorf("events=%q: want a number in 1..%d", v, maxTimeline))
 			return
 		}
 		limit = n
 	}
 	_, ok, err := in.src.Session(id)
 	if err == nil && !ok {
-		http.Error(w, fmt.Sprintf("no session %q", id), http.StatusNotFound)
+		in.fail(w, http.StatusNotFound, "no_session", fmt.Errorf("no session %q", id))
 		return
 	}
 	var tasks []memory.Task
@@ -73,7 +73,7 @@ func (in *Inspector) timeline(w http.ResponseWriter, r *http.Request) {
 		events, err = in.src.Events(id, limit)
 	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		in.fail(w, http.StatusInternalServerError, "store_error", err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")

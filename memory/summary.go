@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -42,15 +42,15 @@ type Summarizer struct {
 // Validate reports a configuration that cannot work.
 func (s *Summarizer) Validate() error {
 	if s.Model == "" {
-		return errors.New("memory: summarizer: empty model")
+		// A base URL or key alone would be ignored without a word.
+		return errors.New("memory: summarizer: no model (a base URL or key is used only with one)")
 	}
 	if s.Timeout < 0 {
 		return fmt.Errorf("memory: summarizer: negative timeout %v", s.Timeout)
 	}
 	if s.BaseURL != "" {
-		u, err := url.Parse(s.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("memory: summarizer: base URL %q is not an http(s) URL", s.BaseURL)
+		if err := str.HTTPURL(s.BaseURL); err != nil {
+			return fmt.Errorf("memory: summarizer: base URL %q: %w", s.BaseURL, err)
 		}
 	}
 	return nil

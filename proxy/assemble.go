@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rcm-dev/rcm/compaction"
@@ -27,6 +28,7 @@ type assembly struct {
 	// cached-prefix share of the forwarded messages (the inspector's figure).
 	prefix     *prefixShare
 	mode       Mode
+	format     transcript.Format
 	threshold  float64
 	session    string
 	client     string                 // the harness, as clientOf names it
@@ -57,6 +59,8 @@ type assembly struct {
 	// placed after the response; the budget fit.
 	frozen memory.Frozen
 	freeze []frozen
+	// record is the task's record, read once (taskRecord).
+	record *taskRecord
 	fit    compaction.Report
 	// observed is the task's record with this call read into it,
 	// prepared before the write transaction (see prepareRecord);
@@ -65,6 +69,10 @@ type assembly struct {
 	observed    *memory.Record
 	recordSame  bool
 	labelsSaved int
+	// sections is a compaction call's summary split by task, worked out
+	// once (summarySections).
+	summary  sync.Once
+	sections map[string]string
 
 	// slot orders the call's writes after its session's earlier ones
 	// (nil: not ordered); ahead is what the call read of the previous
@@ -87,7 +95,7 @@ type assembly struct {
 // assemble builds the body to forward. It never fails: any internal error
 // forwards the original body and says so (fallback "error").
 func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode, threshold float64, body []byte) *assembly {
-	a := &assembly{mode: mode, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(), client: clientOf(r.Header)}
+	a := &assembly{mode: mode, format: format, threshold: threshold, body: body, fallback: FallbackNone, at: time.Now(), client: clientOf(r.Header)}
 	a.tokensIn = compaction.Estimate(len(body))
 	defer func() {
 		// A bug in a pipeline step must not break the agent: fail open.
@@ -240,6 +248,9 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	h.endTrace(a)
 	write := a.session != "" && a.complete && a.status/100 == 2
+	if a.session != "" && !a.complete && a.status/100 == 2 {
+		h.log.Info("call not recorded: its answer did not reach the client whole", "session", a.session, "kind", a.kind())
+	}
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
 	// h.after is done once the slot is over, not only its writes: a call

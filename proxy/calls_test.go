@@ -176,7 +176,9 @@ func TestCallDetails(t *testing.T) {
 
 func TestSessionsPaged(t *testing.T) {
 	srv, h := setup(t, &recorder{}, nil)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Recent: the store's sweeper, which runs as the handler starts,
+	// deletes sessions older than --retain.
+	t0 := time.Now().Add(-time.Hour)
 	for i := range 5 {
 		touch := func(w *memory.Tx) error {
 			return w.Touch(fmt.Sprintf("s%d", i), "", t0.Add(time.Duration(i)*time.Minute))
@@ -235,6 +237,8 @@ func TestInspectorRoutes(t *testing.T) {
 		"/rcm/sessions/nope/timeline.svg":              "404",
 		"/rcm/sessions/ses_page/timeline.svg?events=x": "400",
 		"/rcm/nope":                                    "404",
+		"/rcm/ui/nope.js":                              "404",
+		"/rcm/sessions/nope":                           "404",
 	} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -248,6 +252,9 @@ func TestInspectorRoutes(t *testing.T) {
 		}
 		if !strings.HasPrefix(got, want) {
 			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+		if resp.StatusCode != 200 {
+			checkErrorShape(t, path, resp, b)
 		}
 		if path == "/rcm/sessions/ses_page?events=5" {
 			var v SessionView
@@ -278,7 +285,18 @@ func TestEndStreams(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("feed after shutdown: %v %v", resp.Status, err)
 	}
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	checkErrorShape(t, "/rcm/feed", resp, b)
+}
+
+// checkErrorShape checks that an error answer under /rcm/ is rcm's own JSON
+// error, as every other one there is.
+func checkErrorShape(t *testing.T, path string, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.Header.Get("Content-Type") != "application/json" || gjson.GetBytes(body, "error.code").Str == "" || gjson.GetBytes(body, "error.message").Str == "" {
+		t.Errorf("%s: error answered %q %s, want rcm's JSON error", path, resp.Header.Get("Content-Type"), body)
+	}
 }
 
 // TestPrefixChainPerMode checks that a native call of the session (such as

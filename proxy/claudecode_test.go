@@ -214,6 +214,11 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 		t.Fatalf("subagent run: %d calls, %d of the subagent; the parent got its report: %v", len(rs.calls), len(subCalls), strings.Contains(string(rs.upstream[len(rs.upstream)-1]), "b.txt"))
 	}
 	t.Logf("%s: %d runs, calls per run %d %d %d %d %d %d", mode, len(all), len(r1.calls), len(r2.calls), len(rs.calls), len(r3.calls), len(r4.calls), len(r5.calls))
+	var calls int
+	for _, r := range all {
+		calls += len(r.calls)
+	}
+	checkRecorded(t, h, rcm.URL, map[string]int{sid: calls})
 	if mode == "native" {
 		return
 	}

@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +44,12 @@ func codexBin(ctx context.Context, t *testing.T) string {
 // says "BIG" reports 50000 input tokens, so that Codex compacts before its
 // next turn.
 type codexModel struct {
+	// hold keeps an HTTP stream open this long after its last event
+	// unless the client leaves first, as an API may before it ends the
+	// stream: Codex closes its connection once it has read
+	// response.completed, before the stream has ended.
+	hold time.Duration
+
 	mu    sync.Mutex
 	calls []codexCall
 	n     int
@@ -73,6 +77,13 @@ func (m *codexModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, e := range evs {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", gjson.Get(e, "type").Str, e)
+	}
+	if m.hold > 0 {
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(m.hold):
+		}
 	}
 }
 
@@ -232,33 +243,6 @@ func (m *codexModel) count() int {
 	return len(m.calls)
 }
 
-// codexTap records what Codex sent rcm over HTTP and the task rcm named.
-type codexTap struct {
-	next  http.Handler
-	mu    sync.Mutex
-	sent  [][]byte
-	tasks []string
-	// busy counts the calls still being answered: Codex may have exited
-	// before its last call's handler returned.
-	busy sync.WaitGroup
-}
-
-func (t *codexTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	t.busy.Add(1)
-	defer t.busy.Done()
-	if r.Method == http.MethodPost {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		t.next.ServeHTTP(w, r)
-		t.mu.Lock()
-		t.sent = append(t.sent, b)
-		t.tasks = append(t.tasks, w.Header().Get(HeaderTask))
-		t.mu.Unlock()
-		return
-	}
-	t.next.ServeHTTP(w, r)
-}
-
 // codexEnv is a scratch HOME and CODEX_HOME with a config.toml whose
 // provider points at base (rcm), and a git checkout with two task folders.
 func codexEnv(t *testing.T, base string, ws bool) (env []string, dir string) {
@@ -329,20 +313,8 @@ func TestCodexThroughRCM(t *testing.T) {
 }
 
 func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []string, mode string, ws bool) {
-	model := &codexModel{}
-	up := httptest.NewServer(model)
-	t.Cleanup(up.Close)
-	cfg := Config{Upstream: up.URL + "/v1", DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &codexTap{next: h}
-	srv := httptest.NewServer(tap)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	model := &codexModel{hold: 2 * time.Second}
+	h, tap, srv := tappedProxy(t, model)
 	env, dir := codexEnv(t, srv.URL+"/"+mode+"/v1", ws)
 
 	run := func(args ...string) {
@@ -423,14 +395,20 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	if post == 0 && mode == "rcm" {
 		t.Errorf("no post-compaction call carried the task-aware summary (kinds %v)", kinds(after))
 	}
+	// Codex may have exited before its last call's handler returned.
 	tap.busy.Wait()
-	tap.mu.Lock()
-	defer tap.mu.Unlock()
+	if mode == "native" && ws {
+		// Native mode relays a WebSocket byte for byte (upgrade.go): rcm
+		// sees no call in it to record.
+	} else {
+		checkRecorded(t, h, srv.URL, map[string]int{tap.only(t): model.count()})
+	}
+	calls := tap.snapshot()
 	if mode == "native" && !ws {
 		// What Codex sent is what the upstream got, byte for byte.
 		sent := map[string]int{}
-		for _, b := range tap.sent {
-			sent[string(b)]++
+		for _, c := range calls {
+			sent[string(c.body)]++
 		}
 		for i, c := range model.since(0) {
 			if sent[string(c.body)] == 0 {
@@ -441,8 +419,8 @@ func codexSessionThrough(ctx context.Context, t *testing.T, bin string, flags []
 	}
 	if mode != "native" && !ws {
 		var tasks []string
-		for _, tk := range tap.tasks {
-			if tk != "" {
+		for _, c := range calls {
+			if tk := c.resp.Get(HeaderTask); tk != "" {
 				tasks = append(tasks, tk)
 			}
 		}

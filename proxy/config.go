@@ -1,14 +1,16 @@
 package proxy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/memory"
+	"github.com/rcm-dev/rcm/router"
 )
 
 // Mode selects what rcm does to a request.
@@ -31,7 +33,7 @@ func parseMode(s string) (Mode, error) {
 }
 
 // Config is everything `rcm serve` needs. The zero value of each field means
-// its documented default; Validate fills the defaults in.
+// its documented default; Defaults fills the defaults in.
 type Config struct {
 	// Listen is the address to serve on. Default 127.0.0.1:8787.
 	Listen string `json:"listen"`
@@ -54,7 +56,9 @@ type Config struct {
 	// Mode is used when a request names none. Default rcm.
 	Mode Mode `json:"mode"`
 	// Threshold is the router confidence below which the full history is
-	// kept. Default 0.8; a request may override it with X-RCM-Threshold.
+	// kept, in (0, 1]; 0 means unset, DefaultThreshold (rcm serve refuses
+	// --threshold 0: see ParseThreshold). A request may override it with
+	// X-RCM-Threshold.
 	Threshold float64 `json:"threshold"`
 	// DB is the bbolt store file. Default: memory.DefaultPath(), a file
 	// under the user's data directory.
@@ -135,7 +139,7 @@ const (
 	DefaultListen            = "127.0.0.1:8787"
 	DefaultUpstream          = "https://api.openai.com/v1"
 	DefaultAnthropic         = "https://api.anthropic.com"
-	DefaultThreshold         = 0.8
+	DefaultThreshold         = router.DefaultThreshold
 	DefaultMaxBody           = 32 << 20
 	DefaultHeaderTimeout     = 10 * time.Minute
 	DefaultDialTimeout       = 10 * time.Second
@@ -148,86 +152,72 @@ const (
 	DefaultMaxStore          = 1 << 30
 )
 
-// Validate fills zero fields with their defaults and reports the first
-// invalid one.
-func (c *Config) Validate() error {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
+// Defaults fills each zero field with its default, and trims the base
+// URLs' trailing slashes. It leaves DB empty when the user's data
+// directory is unknown (Validate says so).
+func (c *Config) Defaults() {
+	set := func(p *string, v string) { *p = strings.TrimRight(cmp.Or(*p, v), "/") }
+	set(&c.Upstream, DefaultUpstream)
+	set(&c.AnthropicUpstream, DefaultAnthropic)
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.Mode = Mode(strings.ToLower(strings.TrimSpace(string(cmp.Or(c.Mode, RCM)))))
+	c.Threshold = cmp.Or(c.Threshold, DefaultThreshold)
+	if c.DB == "" {
+		c.DB, _ = memory.DefaultPath()
 	}
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.HeaderTimeout = cmp.Or(c.HeaderTimeout, DefaultHeaderTimeout)
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.RouteMessages = cmp.Or(c.RouteMessages, DefaultRouteMessages)
+	c.MemoryTokens = cmp.Or(c.MemoryTokens, DefaultMemoryTokens)
+	c.Retain = cmp.Or(c.Retain, DefaultRetain)
+	c.MaxStore = cmp.Or(c.MaxStore, DefaultMaxStore)
+}
+
+// Validate reports the first invalid field, a zero field standing for its
+// default; it changes nothing (Defaults fills them in, and New does).
+// The router's and the memory model's settings are checked here too, so
+// that rcm serve refuses them before it opens anything.
+func (c Config) Validate() error {
+	c.Defaults()
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen %q: %w", c.Listen, err)
 	}
 	if err := checkExposure(c.Listen, c.AuthToken); err != nil {
 		return err
 	}
-	var err error
-	if c.Upstream, err = baseURL("upstream", c.Upstream, DefaultUpstream); err != nil {
+	for _, u := range [][2]string{{"upstream", c.Upstream}, {"anthropic-upstream", c.AnthropicUpstream}} {
+		if err := str.HTTPURL(u[1]); err != nil {
+			return fmt.Errorf("%s %q: %w", u[0], u[1], err)
+		}
+	}
+	if _, err := parseMode(string(c.Mode)); err != nil {
 		return err
-	}
-	if c.AnthropicUpstream, err = baseURL("anthropic-upstream", c.AnthropicUpstream, DefaultAnthropic); err != nil {
-		return err
-	}
-	if c.Mode == "" {
-		c.Mode = RCM
-	}
-	if c.Mode, err = parseMode(string(c.Mode)); err != nil {
-		return err
-	}
-	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold
 	}
 	if !(c.Threshold > 0 && c.Threshold <= 1) { // NaN too
 		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
 	}
 	if c.DB == "" {
-		if c.DB, err = memory.DefaultPath(); err != nil {
-			return fmt.Errorf("db: %w (set --db)", err)
-		}
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
+		_, err := memory.DefaultPath()
+		return fmt.Errorf("db: %w (set --db)", err)
 	}
 	if c.MaxBody < 0 {
 		return errors.New("max-body: must be positive")
 	}
-	if c.HeaderTimeout == 0 {
-		c.HeaderTimeout = DefaultHeaderTimeout
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.ReadHeaderTimeout == 0 {
-		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
 	if c.HeaderTimeout < 0 || c.DialTimeout < 0 || c.ReadHeaderTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("timeouts must be positive")
-	}
-	if c.RouteMessages == 0 {
-		c.RouteMessages = DefaultRouteMessages
 	}
 	if c.RouteMessages < 0 {
 		return errors.New("route-messages must be positive")
 	}
-	if c.MemoryTokens == 0 {
-		c.MemoryTokens = DefaultMemoryTokens
-	}
 	if c.ContextTokens < 0 || c.MemoryTokens < 0 {
 		return errors.New("context-tokens and memory-tokens must be positive")
 	}
-	if c.Retain == 0 {
-		c.Retain = DefaultRetain
-	}
 	if c.Retain < time.Minute {
 		return fmt.Errorf("retain %v: want at least 1m", c.Retain)
-	}
-	if c.MaxStore == 0 {
-		c.MaxStore = DefaultMaxStore
 	}
 	if c.MaxStore < 1<<20 {
 		return fmt.Errorf("max-store %d: want at least 1 MiB", c.MaxStore)
@@ -235,21 +225,25 @@ func (c *Config) Validate() error {
 	if c.CacheTTL < 0 {
 		return fmt.Errorf("cache-ttl %v: must be positive", c.CacheTTL)
 	}
+	if err := c.routerConfig().Validate(); err != nil {
+		return err
+	}
+	if sum := c.summarizer(); sum != nil {
+		return sum.Validate()
+	}
 	return nil
 }
 
-// baseURL checks an upstream base URL (def when empty) and trims its
-// trailing slashes.
-func baseURL(name, s, def string) (string, error) {
-	if s == "" {
-		s = def
+// routerConfig is the router's part of the configuration.
+func (c *Config) routerConfig() router.Config {
+	return router.Config{Threshold: c.Threshold, Model: c.RouterModel, BaseURL: c.RouterBaseURL, APIKey: c.RouterAPIKey}
+}
+
+// summarizer is the optional memory model, nil when none of its settings
+// is given; a base URL or key without a model is refused by its Validate.
+func (c *Config) summarizer() *memory.Summarizer {
+	if c.MemoryModel == "" && c.MemoryBaseURL == "" && c.MemoryAPIKey == "" {
+		return nil
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("%s %q: %w", name, s, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: want an http(s) URL such as %s", name, s, def)
-	}
-	return strings.TrimRight(s, "/"), nil
+	return &memory.Summarizer{Model: c.MemoryModel, BaseURL: c.MemoryBaseURL, APIKey: c.MemoryAPIKey}
 }

@@ -16,6 +16,7 @@ func TestConfigAnthropicUpstream(t *testing.T) {
 	} {
 		cfg := Config{AnthropicUpstream: c.in, DB: t.TempDir() + "/rcm.db"}
 		err := cfg.Validate()
+		cfg.Defaults()
 		if (err != nil) != c.bad {
 			t.Fatalf("%q: err %v", c.in, err)
 		}

@@ -36,6 +36,12 @@
 //   - Routing is skipped for calls above Config.RouteMessages (too-large)
 //     and for clients already gone: the router itself does not watch ctx.
 //   - It never parses JSON by hand: bodies are read through transcript.
+//   - A call is complete, and recorded, once its answer's terminal event
+//     (transcript.Format.Final: response.completed, message_stop, [DONE])
+//     has been written and flushed to the client, or a non-streamed body
+//     whole, whatever the client does next (Codex closes its connection
+//     on response.completed, which cancels the rest of the upstream's
+//     stream). A client that leaves before that cancels the upstream call.
 //   - Store writes happen after the answer, off the request path, 3 ms
 //     after it (so that on few cores they do not compete with answers being
 //     delivered), but a session's next call waits (at most 2 s) for its

@@ -14,6 +14,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // TestCutStreamAbortsClient: an upstream that drops a chunked SSE stream
@@ -126,6 +129,28 @@ func TestEventsSplitsReads(t *testing.T) {
 	}
 }
 
+// TestEndingFindsTerminalEvent: the terminal event is found however the
+// stream is cut into reads (a line, a field name, the blank line that
+// ends the event split between two), and only once it has passed whole;
+// a long event is read through without being held.
+func TestEndingFindsTerminalEvent(t *testing.T) {
+	long := `data: {"type":"response.output_text.delta","delta":"` + strings.Repeat("x", 3*maxEventHead) + `"}` + "\r\n\r\n"
+	stream := "event: response.created\ndata: {\"type\":\"response.created\"}\n\n" + long +
+		`data: {"type":"response.completed","response":{"output":[` + strings.Repeat(`{"type":"message"},`, 40) + `{}]}}` + "\n\n"
+	for size := 1; size <= len(stream); size++ {
+		d := &ending{format: transcript.OpenAIResponses}
+		for i := 0; i < len(stream); i += size {
+			if d.final {
+				t.Fatalf("reads of %d: final before byte %d", size, i)
+			}
+			d.scan([]byte(stream[i:min(i+size, len(stream))]))
+		}
+		if !d.final || cap(d.line) > 2*maxEventHead || cap(d.data) > 2*maxEventHead {
+			t.Fatalf("reads of %d: final %v, kept %d and %d bytes", size, d.final, cap(d.line), cap(d.data))
+		}
+	}
+}
+
 // oneRead returns b and an error in a single Read.
 type oneRead struct{ b string }
 
@@ -187,5 +212,80 @@ func TestDropRCMHeaders(t *testing.T) {
 	want := http.Header{"X-Rcm": {"kept"}, "X-Session-Id": {"s"}, "Authorization": {"Bearer k"}}
 	if !reflect.DeepEqual(hdr, want) {
 		t.Fatalf("got %v, want %v", hdr, want)
+	}
+}
+
+// TestCompleteAtTerminalEvent: a call is complete, and recorded, once its
+// terminal event has reached the client, though the client then closes the
+// connection before the upstream has ended its stream (Codex does so on
+// response.completed); a client that leaves before the terminal event
+// cancels the upstream call, and nothing is recorded.
+func TestCompleteAtTerminalEvent(t *testing.T) {
+	for _, tc := range []struct {
+		path, body, final string
+		events            []string
+	}{
+		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"data: [DONE]\n\n", []string{`data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}` + "\n\n"}},
+		{"/v1/messages", `{"model":"m","stream":true,"max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`,
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+			[]string{"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[]}}\n\n"}},
+		{"/v1/responses", `{"model":"m","stream":true,"input":[{"role":"user","content":"hi"}]}`,
+			// No event field: the type in the data says it ends the answer.
+			`data: {"type":"response.completed","response":{"id":"resp_1","output":[]}}` + "\n\n",
+			[]string{`data: {"type":"response.created","response":{"id":"resp_1"}}` + "\n\n"}},
+	} {
+		for _, leave := range []string{"after", "before"} {
+			t.Run(strings.TrimPrefix(tc.path, "/v1/")+"-"+leave, func(t *testing.T) {
+				cancelled := make(chan struct{})
+				up := func(w http.ResponseWriter, r *http.Request) {
+					io.ReadAll(r.Body)
+					w.Header().Set("Content-Type", "text/event-stream")
+					for _, e := range tc.events {
+						io.WriteString(w, e)
+					}
+					if leave == "after" {
+						io.WriteString(w, tc.final)
+					}
+					w.(http.Flusher).Flush()
+					<-r.Context().Done() // the stream stays open until the client leaves
+					close(cancelled)
+				}
+				srv, h := setup(t, http.HandlerFunc(up), nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+tc.path, strings.NewReader(tc.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-RCM-Session", "ses_end")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tc.events[len(tc.events)-1]
+				if leave == "after" {
+					want = tc.final
+				}
+				var got []byte
+				for buf := make([]byte, 4096); !bytes.HasSuffix(got, []byte(want)); {
+					n, err := resp.Body.Read(buf)
+					got = append(got, buf[:n]...)
+					if err != nil {
+						t.Fatalf("read %q: %v", got, err)
+					}
+				}
+				cancel()
+				resp.Body.Close()
+				select {
+				case <-cancelled:
+				case <-time.After(10 * time.Second):
+					t.Fatal("upstream call still running after the client left")
+				}
+				h.after.Wait()
+				s, ok, err := h.store.Session("ses_end")
+				if err != nil || ok != (leave == "after") {
+					t.Fatalf("client left %s the terminal event: recorded %v %+v (err %v)", leave, ok, s, err)
+				}
+			})
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Handler struct {
 	target          *url.URL // cfg.Upstream
 	anthropicTarget *url.URL // cfg.AnthropicUpstream
 	transport       *http.Transport
+	proxy           *httputil.ReverseProxy // every forwarded request's (see call)
 	log             *slog.Logger
 	errLog          *log.Logger // ReverseProxy's own messages, into log
 	token           []byte      // SHA-256 of cfg.AuthToken; nil without one
@@ -83,9 +85,14 @@ type Handler struct {
 // least recently active sessions' next call is parsed whole.
 const maxParseBytes = 64 << 20
 
-// New returns a Handler for cfg, which must have passed Validate. It opens
-// the store at cfg.DB; Close closes it.
+// New returns a Handler for cfg, with its defaults filled in (Defaults),
+// once it has passed Validate. It opens the store at cfg.DB; Close closes
+// it.
 func New(cfg Config, logger *slog.Logger) (*Handler, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,22 +106,11 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	}
 	// Errors quote URLs and upstream answers: no secret reaches the log.
 	logger = slog.New(redact.Handler(logger.Handler()))
-	rt, err := router.New(router.Config{
-		Threshold: cfg.Threshold,
-		Model:     cfg.RouterModel,
-		BaseURL:   cfg.RouterBaseURL,
-		APIKey:    cfg.RouterAPIKey,
-	})
+	rt, err := router.New(cfg.routerConfig())
 	if err != nil {
 		return nil, err
 	}
-	var sum *memory.Summarizer
-	if cfg.MemoryModel != "" {
-		sum = &memory.Summarizer{Model: cfg.MemoryModel, BaseURL: cfg.MemoryBaseURL, APIKey: cfg.MemoryAPIKey}
-		if err := sum.Validate(); err != nil {
-			return nil, err
-		}
-	}
+	sum := cfg.summarizer()
 	tracing, err := newTracing(&cfg)
 	if err != nil {
 		return nil, err
@@ -144,6 +140,7 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		sum := sha256.Sum256([]byte(cfg.AuthToken))
 		h.token = sum[:]
 	}
+	h.proxy = h.newReverseProxy()
 	h.admin = h.inspector()
 	return h, nil
 }
@@ -205,9 +202,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	threshold := h.cfg.Threshold
 	if vs, ok := r.Header[http.CanonicalHeaderKey(HeaderThreshold)]; ok {
-		t, err := parseThreshold(strings.Join(vs, ","))
+		v := strings.Join(vs, ",")
+		t, err := ParseThreshold(v)
 		if err != nil {
-			writeError(w, &httpError{http.StatusBadRequest, "bad_threshold", err})
+			writeError(w, &httpError{http.StatusBadRequest, "bad_threshold", fmt.Errorf("%s %q: %w", HeaderThreshold, v, err)})
 			return
 		}
 		threshold = t
@@ -241,18 +239,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.clock.in = in
 	h.startTrace(r, a, format, path, body)
 	// Deferred: an aborted answer (a panic with http.ErrAbortHandler) is
-	// accounted for too.
+	// accounted for too, and it is complete when the client left only
+	// after its terminal event (Codex closes the connection on
+	// response.completed).
 	defer h.done(r, a)
+	defer h.answered(a)
 	a.setHeaders(w.Header())
 	h.forward(w, r, path, a.body, a)
+}
+
+// answered takes a complete call's place in its session's chain of
+// forwarded contexts, whose share is measured after the response, and lets
+// go of the forwarded bytes: the writes that follow may queue behind other
+// sessions' (see pending), and do not need them.
+func (h *Handler) answered(a *assembly) {
 	if a.complete && a.status/100 == 2 {
-		// Measured after the response, which ends when this returns.
 		if a.prefix = h.prefixes.take(a); a.prefix != nil {
 			go a.prefix.measure()
 		}
 	}
-	// The writes that follow may queue behind other sessions' (see
-	// pending): they do not need the forwarded bytes, so do not hold them.
 	a.body = nil
 }
 
@@ -269,30 +274,63 @@ func splitMode(p string) (mode Mode, path string, ok bool) {
 }
 
 // forward sends the request upstream (body, or the client's own body when
-// nil) and streams the answer back. a, when not nil, observes the answer;
-// it is complete only when the upstream sent it to its end and the client
-// took it all (otherwise ReverseProxy aborts the response by panicking with
-// http.ErrAbortHandler, and the caller's deferred done sees it incomplete).
+// nil) and streams the answer back. a, when not nil, observes the answer.
+// It is complete once the answer's end has reached the client: its
+// terminal event, for an event stream, written and flushed (whatever the
+// client does next: Codex closes the connection as soon as it reads
+// response.completed, which cancels the rest of the upstream's stream),
+// else the whole body. A client that leaves before that cancels the
+// upstream call, and ReverseProxy aborts the response by panicking with
+// http.ErrAbortHandler; the caller's deferred done sees it incomplete.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, body []byte, a *assembly) {
+	c := &call{path: path, body: body}
 	if a == nil {
-		h.reverseProxy(path, body, nil).ServeHTTP(w, r)
+		h.proxy.ServeHTTP(w, withCall(r, c))
 		return
 	}
 	r = r.WithContext(a.clock.trace(r.Context()))
 	h.traceUpstream(r, a)
 	start := time.Now()
-	var answer *observed
-	h.reverseProxy(path, body, func(resp *http.Response) {
-		a.status = resp.StatusCode
-		a.sse = strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		answer = &observed{src: resp.Body, tee: a.tee(a.sse)}
-		resp.Body = answer
-	}).ServeHTTP(w, r)
-	if answer != nil && answer.eof {
+	complete := func() {
 		a.latency = time.Since(start)
 		a.complete = true
 	}
+	out := &flushed{ResponseWriter: w}
+	var answer *observed
+	c.observe = func(resp *http.Response, ev *events) {
+		a.status = resp.StatusCode
+		a.sse = ev != nil
+		answer = &observed{src: resp.Body, tee: a.tee(a.sse)}
+		resp.Body = answer
+		if ev != nil {
+			ev.end = &ending{format: a.format}
+			ev.delivered = func() {
+				if out.err == nil {
+					complete()
+				}
+			}
+		}
+	}
+	h.proxy.ServeHTTP(out, withCall(r, c))
+	if answer != nil && answer.eof && !a.complete {
+		complete()
+	}
 }
+
+// flushed is the client's ResponseWriter as ReverseProxy writes an observed
+// answer to it: it keeps the outcome of the latest flush, which
+// ReverseProxy (flushing after every write) does not look at.
+type flushed struct {
+	http.ResponseWriter
+	err error
+}
+
+func (f *flushed) FlushError() error {
+	f.err = http.NewResponseController(f.ResponseWriter).Flush()
+	return f.err
+}
+
+func (f *flushed) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // writeJSON answers with v as JSON (inspector endpoints).
 func writeJSON(w http.ResponseWriter, v any) {

@@ -46,19 +46,24 @@ func badSessionRune(c rune) bool {
 	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:-/@+=", c))
 }
 
-// parseThreshold reads X-RCM-Threshold: a plain decimal in (0, 1]. NaN,
+// ParseThreshold reads a router threshold as X-RCM-Threshold, --threshold
+// and the bench's --thresholds give it: a plain decimal in (0, 1]. NaN,
 // infinities, hex floats and exponents are refused, though ParseFloat
-// takes them, so that what the header says is what the router uses.
-func parseThreshold(v string) (float64, error) {
-	if v == "" || strings.Trim(v, "0123456789.") != "" {
-		return 0, fmt.Errorf("%s %q: want a decimal number in (0, 1]", HeaderThreshold, v)
-	}
+// takes them, so that what is written is what the router uses. 0 is
+// refused, not replaced: it would route calls of confidence 0, the
+// confidence of a decision that is not finite, which must fall back (a
+// small threshold such as 0.01 routes nearly every call).
+func ParseThreshold(v string) (float64, error) {
 	t, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(t > 0 && t <= 1) {
-		return 0, fmt.Errorf("%s %q: want a decimal number in (0, 1]", HeaderThreshold, v)
+	if v == "" || strings.Trim(v, "0123456789.") != "" || err != nil || !(t > 0 && t <= 1) {
+		return 0, errThreshold
 	}
 	return t, nil
 }
+
+// errThreshold is ParseThreshold's error; callers say where the value came
+// from.
+var errThreshold = errors.New("want a decimal number in (0, 1]")
 
 // errEncoding is a Content-Encoding rcm does not decode.
 var errEncoding = errors.New("unsupported Content-Encoding")

@@ -208,7 +208,7 @@ func FuzzRequestHeaders(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		if th, err := parseThreshold(v); err == nil && !(th > 0 && th <= 1) {
+		if th, err := ParseThreshold(v); err == nil && !(th > 0 && th <= 1) {
 			t.Fatalf("threshold %q accepted as %v", v, th)
 		}
 		if err := checkSession(http.Header{"X-Session-Id": {v}}); err == nil &&

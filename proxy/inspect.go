@@ -25,7 +25,9 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)
 	mux.HandleFunc("GET /rcm/sessions/{id}/status", h.showStatus)
 	// The page, its live feed and the timeline plots.
-	inspector.New(h.store, &h.feed).Register(mux)
+	inspector.New(h.store, &h.feed, func(w http.ResponseWriter, status int, code string, err error) {
+		writeError(w, &httpError{status, code, err})
+	}).Register(mux)
 	mux.HandleFunc("/rcm/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{http.StatusNotFound, "not_found", fmt.Errorf("no inspector route %s %s", r.Method, r.URL.Path)})
 	})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,19 +37,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 	bin := ocInstall(ctx, t)
 
 	up := scripted.New(ocScript)
-	upSrv := httptest.NewServer(up)
-	t.Cleanup(upSrv.Close)
-	cfg := Config{Upstream: upSrv.URL + "/v1", Mode: Native, DB: filepath.Join(t.TempDir(), "rcm.db")}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &ocTap{next: h}
-	rcm := httptest.NewServer(tap)
-	t.Cleanup(func() { rcm.Close(); h.Close() })
+	h, tap, rcm := tappedProxy(t, up)
 
 	start := time.Now()
 	srv := ocStart(ctx, t, bin, opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", Modes: []string{"native", "rcm"}})
@@ -102,6 +89,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 		if kinds["agent"] != 4 || kinds["title"] != 1 || kinds["compaction"] != 1 {
 			t.Errorf("upstream saw calls of kinds %v, want agent 4, title 1, compaction 1", kinds)
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{id: len(got)})
 	})
 
 	t.Run("rcm-prefix", func(t *testing.T) {
@@ -121,6 +109,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 				t.Errorf("upstream path %s, want the prefix stripped", r.Path)
 			}
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{id: len(up.Session(id))})
 	})
 
 	// Two tasks in one OpenCode session, named with the [task: ...] tag:
@@ -203,6 +192,7 @@ func TestOpenCodeThroughRCM(t *testing.T) {
 				t.Fatalf("OpenCode's compaction call reached the model without %q:\n%s", want, compaction)
 			}
 		}
+		checkRecorded(t, h, rcm.URL, map[string]int{s.ID: len(up.Session(s.ID))})
 	})
 }
 
@@ -352,12 +342,17 @@ func ocCheckHeaders(t *testing.T, c ocCall, session string) string {
 	return mode
 }
 
-// ocTap records what OpenCode sends rcm and what rcm answers, around the
-// proxy handler.
+// ocTap records what a real client sends rcm and what rcm answers, around
+// the proxy handler: every model call (POST), and the sessions every
+// request names (WebSocket handshakes included).
 type ocTap struct {
 	next http.Handler
 	mu   sync.Mutex
 	seen []ocCall
+	ids  map[string]bool
+	// busy counts the requests still being answered: a client may exit
+	// before its last call's handler has returned.
+	busy sync.WaitGroup
 }
 
 type ocCall struct {
@@ -371,6 +366,18 @@ type ocCall struct {
 }
 
 func (tp *ocTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tp.busy.Add(1)
+	defer tp.busy.Done()
+	tp.mu.Lock()
+	if tp.ids == nil {
+		tp.ids = map[string]bool{}
+	}
+	tp.ids[sessionID(r.Header, nil)] = true
+	tp.mu.Unlock()
+	if r.Method != http.MethodPost {
+		tp.next.ServeHTTP(w, r) // a WebSocket upgrade hijacks w itself
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -378,11 +385,28 @@ func (tp *ocTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	tw := &ocWriter{ResponseWriter: w}
+	// Deferred: rcm aborts an answer (panics with http.ErrAbortHandler)
+	// whose client left before the upstream's stream ended, as Codex does.
+	defer func() {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		tp.seen = append(tp.seen, ocCall{path: r.URL.Path, header: r.Header.Clone(), body: body,
+			status: tw.status, resp: tw.header, fallback: tw.header.Get(HeaderFallback), writes: tw.writes})
+	}()
 	tp.next.ServeHTTP(tw, r)
+}
+
+// only returns the one session the client's requests named.
+func (tp *ocTap) only(t *testing.T) string {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	tp.seen = append(tp.seen, ocCall{path: r.URL.Path, header: r.Header.Clone(), body: body,
-		status: tw.status, resp: tw.header, fallback: tw.header.Get(HeaderFallback), writes: tw.writes})
+	if len(tp.ids) != 1 {
+		t.Fatalf("the client's requests named sessions %v, want one", tp.ids)
+	}
+	for id := range tp.ids {
+		return id
+	}
+	return ""
 }
 
 // session returns the chat calls of an OpenCode session.

@@ -67,9 +67,7 @@ func newHandler(tb testing.TB, cfg Config) (*Handler, *httptest.Server, Config) 
 	if cfg.DB == "" {
 		cfg.DB = filepath.Join(tb.TempDir(), "rcm.db")
 	}
-	if err := cfg.Validate(); err != nil {
-		tb.Fatal(err)
-	}
+	cfg.Defaults()
 	h, err := New(cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -450,6 +448,10 @@ func TestConfigValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if c != (Config{}) {
+		t.Fatalf("Validate changed the config: %+v", c)
+	}
+	c.Defaults()
 	if c.Listen != DefaultListen || c.Upstream != DefaultUpstream || c.Mode != RCM || c.Threshold != 0.8 || c.MaxBody != 32<<20 {
 		t.Fatalf("defaults %+v", c)
 	}
@@ -461,6 +463,11 @@ func TestConfigValidate(t *testing.T) {
 		{Threshold: 1.5},
 		{Threshold: math.NaN()},
 		{MaxBody: -1},
+		{RouterBaseURL: "ftp://x", RouterModel: "m"},
+		{RouterBaseURL: "http://127.0.0.1:1/v1"}, // no model
+		{MemoryBaseURL: "http://127.0.0.1:1/v1"}, // no model
+		{MemoryAPIKey: "sk-x"},
+		{MemoryModel: "m", MemoryBaseURL: "localhost"},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); err == nil {

@@ -131,12 +131,7 @@ func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int
 // to be frozen before turn ti after the response (an empty message when the
 // task has no requirements yet, so that later calls add none there either).
 func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
-	var rec memory.Record
-	var found bool
-	err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) (err error) {
-		rec, found, err = v.Record(a.session, a.task)
-		return err
-	})
+	rec, found, err := h.taskRecord(a, a.ahead.pendingWrites())
 	if err != nil {
 		return nil, err
 	}
@@ -156,13 +151,15 @@ func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
 // record's (at most a quarter of the budget).
 func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (transcript.Edit, error) {
 	t, budget := a.transcript, h.cfg.ContextTokens
-	out, rep := compaction.Fit(t, withRecords(t, e, places), budget, cur)
+	reserve := 0
+	if a.task != "" {
+		reserve = min(h.cfg.MemoryTokens, budget/4)
+	}
+	out, rep := compaction.Fit(t, withRecords(t, e, places), budget, reserve, cur)
+	a.fit = rep
 	if rep.Dropped == 0 || a.task == "" {
-		a.fit = rep
 		return out, nil
 	}
-	reserve := min(h.cfg.MemoryTokens, budget/4)
-	out, rep = compaction.Fit(t, withRecords(t, e, places), budget-reserve, cur)
 	kept := make(map[int]bool, len(out.Keep))
 	for _, i := range out.Keep {
 		kept[i] = true
@@ -194,12 +191,6 @@ func (h *Handler) fit(a *assembly, e transcript.Edit, places []place, cur int) (
 		}
 	}
 	out.Insert = withRecords(t, transcript.Edit{Insert: e.Insert}, left).Insert
-	size := len(t.Body)
-	if b, err := t.Rebuild(out); err == nil {
-		size = len(b)
-	}
-	rep.TokensAfter = compaction.Estimate(size)
-	a.fit = rep
 	return out, nil
 }
 
@@ -215,6 +206,34 @@ func withRecords(t *transcript.Transcript, e transcript.Edit, places []place) tr
 	slices.SortStableFunc(ins, func(x, y transcript.Insert) int { return cmp.Compare(x.Before, y.Before) })
 	e.Insert = ins
 	return e
+}
+
+// taskRecord returns the record of the call's task through the writes
+// before (the session's earlier ones), read once a call: with the labels
+// when they named the current turn's task (route), else on first use. The
+// record may change before the call's writes (a memory-model summary
+// lands): observe checks its version.
+func (h *Handler) taskRecord(a *assembly, before []*memory.Pending) (memory.Record, bool, error) {
+	if r := a.record; r != nil && r.task == a.task {
+		return r.rec, r.found, nil
+	}
+	r := &taskRecord{task: a.task}
+	err := h.store.ViewWith(before, func(v *memory.View) (err error) {
+		r.rec, r.found, err = v.Record(a.session, a.task)
+		return err
+	})
+	if err != nil {
+		return memory.Record{}, false, err
+	}
+	a.record = r
+	return r.rec, r.found, nil
+}
+
+// taskRecord is a task's record as a call read it.
+type taskRecord struct {
+	task  string
+	rec   memory.Record
+	found bool
 }
 
 // taskIDs lists every task the session holds, from the store and this call.
@@ -365,11 +384,7 @@ func (h *Handler) prepareRecord(a *assembly) error {
 	}
 	// The session's earlier writes may still be committing: the record
 	// is read through them.
-	var rec memory.Record
-	err := h.store.ViewWith(pendings(a.slot.before()), func(v *memory.View) (err error) {
-		rec, _, err = v.Record(a.session, a.task)
-		return err
-	})
+	rec, _, err := h.taskRecord(a, pendings(a.slot.before()))
 	if err != nil {
 		return err
 	}
@@ -444,11 +459,13 @@ func attributeSummary(w *memory.Tx, a *assembly) error {
 }
 
 // summarySections splits a compaction call's summary by task (none when
-// the session has fewer than two tasks or the answer has no text).
+// the session has fewer than two tasks or the answer has no text), once:
+// the call's writes and the next call's read ahead of them both need it.
 func summarySections(a *assembly) map[string]string {
-	reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse)
-	if !ok || len(a.knownTasks) < 2 {
-		return nil
-	}
-	return compaction.SplitSummary(reply.Text(), a.knownTasks)
+	a.summary.Do(func() {
+		if reply, ok := a.transcript.Format.ParseReply(a.resp.Bytes(), a.sse); ok && len(a.knownTasks) >= 2 {
+			a.sections = compaction.SplitSummary(reply.Text(), a.knownTasks)
+		}
+	})
+	return a.sections
 }

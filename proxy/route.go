@@ -61,6 +61,15 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 				if a.frozen, err = v.Frozen(a.session, fps); err != nil {
 					return fmt.Errorf("load frozen records: %w", err)
 				}
+				// A turn routed before keeps its task: the call reads
+				// that task's record after the answer, so read it now.
+				if cur := len(fps) - 1; cur >= 0 && found[cur] && labels[cur].Routed {
+					r := &taskRecord{task: labels[cur].Task}
+					if r.rec, r.found, err = v.Record(a.session, r.task); err != nil {
+						return fmt.Errorf("load record: %w", err)
+					}
+					a.record = r
+				}
 			}
 			return nil
 		})

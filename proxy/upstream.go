@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,33 +35,59 @@ func newTransport(cfg *Config) *http.Transport {
 	}
 }
 
-// reverseProxy forwards one request with httputil.ReverseProxy, which owns
-// hop-by-hop headers, trailers, 1xx responses, upgrades and, once headers
-// are sent, aborting the client's response (http.ErrAbortHandler) when the
-// upstream breaks off, so that the harness sees the failure. body, when
-// not nil, replaces the client's body; observe, when not nil, sees the
-// answer before its headers go out.
-func (h *Handler) reverseProxy(path string, body []byte, observe func(*http.Response)) *httputil.ReverseProxy {
+// call is what the shared ReverseProxy needs of one forwarded request,
+// carried in its context: the path below the API root, the body to send
+// (nil: the client's own) and, when not nil, the observer of the answer,
+// which sees it before its headers go out, with the reader that will hand
+// an event stream to the client one event at a time (nil for other
+// answers).
+type call struct {
+	path    string
+	body    []byte
+	observe func(*http.Response, *events)
+}
+
+type callKey struct{}
+
+// withCall returns r carrying c for the shared ReverseProxy.
+func withCall(r *http.Request, c *call) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+}
+
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// newReverseProxy returns the httputil.ReverseProxy every forwarded request
+// goes through (each carries its call in its context). It owns hop-by-hop
+// headers, trailers, 1xx responses, upgrades and, once headers are sent,
+// aborting the client's response (http.ErrAbortHandler) when the upstream
+// breaks off, so that the harness sees the failure.
+func (h *Handler) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { h.rewrite(pr, path, body) },
+		Rewrite:       func(pr *httputil.ProxyRequest) { h.rewrite(pr, callOf(pr.In.Context())) },
 		Transport:     h.transport,
 		FlushInterval: -1,
 		BufferPool:    copyBuffers,
 		ErrorLog:      h.errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			e := classify(r.Context(), err)
-			h.log.Warn("upstream request failed", "path", path, "status", e.Status, "err", err)
+			h.log.Warn("upstream request failed", "path", callOf(r.Context()).path, "status", e.Status, "err", err)
 			writeError(w, e)
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			dropRCMHeaders(resp.Header) // rcm's own X-RCM-* answer headers win
-			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-			if observe != nil {
-				observe(resp)
-			}
-			if sse {
+			var ev *events
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 				resp.Header.Set("X-Accel-Buffering", "no")
-				resp.Body = &events{src: resp.Body}
+				ev = &events{}
+			}
+			if c := callOf(resp.Request.Context()); c.observe != nil {
+				c.observe(resp, ev)
+			}
+			if ev != nil {
+				ev.src, resp.Body = resp.Body, ev
 			}
 			return nil
 		},
@@ -80,26 +108,18 @@ func (p *bufferPool) Get() []byte {
 
 func (p *bufferPool) Put(b []byte) { p.Pool.Put(&b) }
 
-// rewrite builds the request to the model API: the client's method, path
-// below /v1 (on the Anthropic upstream, which has no /v1 in its base, for
-// /v1/messages), query and headers (less hop-by-hop ones, which ReverseProxy
-// drops, rcm's own and Accept-Encoding, so that the transport negotiates
-// and decodes gzip for the tee), with body (plain: readBody decoded any
-// Content-Encoding) as the payload when not nil.
-// The client's credentials pass through; the configured key is added only
-// when the client sent none.
-func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
-	target, below := h.target, strings.TrimPrefix(path, "/v1")
-	if anthropic(path) {
-		target, below = h.anthropicTarget, path
-	}
-	pr.SetURL(target)
-	pr.Out.URL.Path = strings.TrimRight(target.Path, "/") + below
-	pr.Out.URL.RawPath = ""
-	pr.Out.Host = target.Host
-	dropRCMHeaders(pr.Out.Header)
+// rewrite builds the request to the model API: the client's method, the
+// call's upstream URL (upstreamURL) and headers (upstreamHeader; less
+// hop-by-hop ones, which ReverseProxy drops, and Accept-Encoding, so that
+// the transport negotiates and decodes gzip for the tee), with the call's
+// body (plain: readBody decoded any Content-Encoding) as the payload when
+// not nil.
+func (h *Handler) rewrite(pr *httputil.ProxyRequest, c *call) {
+	pr.Out.URL = h.upstreamURL(c.path, pr.In.URL.RawQuery)
+	pr.Out.Host = pr.Out.URL.Host
+	h.upstreamHeader(pr.Out.Header, c.path)
 	pr.Out.Header.Del("Accept-Encoding")
-	if body != nil {
+	if body := c.body; body != nil {
 		pr.Out.Body = io.NopCloser(bytes.NewReader(body))
 		pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		pr.Out.ContentLength = int64(len(body))
@@ -108,7 +128,34 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest, path string, body []byte) {
 	} else if pr.Out.Body != nil && pr.Out.ContentLength > 0 {
 		pr.Out.Body = &declared{ReadCloser: pr.Out.Body, left: pr.Out.ContentLength}
 	}
-	h.setCredentials(pr.Out.Header, path)
+}
+
+// upstreamURL is where a call to path (below the API root) goes, over HTTP
+// and WebSocket alike: below --upstream, whose base ends in /v1, or, for
+// /v1/messages and its sub-routes, below --anthropic-upstream, whose base
+// has none; the client's query follows the base's own.
+func (h *Handler) upstreamURL(path, query string) *url.URL {
+	target, below := h.target, strings.TrimPrefix(path, "/v1")
+	if anthropic(path) {
+		target, below = h.anthropicTarget, path
+	}
+	u := *target
+	u.User = nil // never sent as credentials
+	u.Path, u.RawPath = strings.TrimRight(target.Path, "/")+below, ""
+	if u.RawQuery != "" && query != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += query
+	return &u
+}
+
+// upstreamHeader makes the client's headers the upstream's, over HTTP and
+// WebSocket alike: rcm's own (X-RCM-*) never cross rcm, and the client's
+// credentials pass through, the configured key added only when the client
+// sent none.
+func (h *Handler) upstreamHeader(hdr http.Header, path string) {
+	dropRCMHeaders(hdr)
+	h.setCredentials(hdr, path)
 }
 
 // declared ends a streamed body at its declared length. Having sent that

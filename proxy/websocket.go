@@ -110,30 +110,23 @@ func removeHopHeaders(h http.Header) {
 // browsers always send Origin, harnesses do not.
 func harness(r *http.Request) bool { return r.Header.Get("Origin") == "" }
 
-// dialUpstream opens the upstream connection with the client's handshake
-// headers (less hop-by-hop, WebSocket's own and rcm's) and credentials.
+// dialUpstream opens the upstream connection at the call's upstream URL
+// (upstreamURL, over ws or wss), with the client's handshake headers less
+// hop-by-hop and WebSocket's own ones (upstreamHeader does the rest).
 func (h *Handler) dialUpstream(ctx context.Context, r *http.Request, path string) (*websocket.Conn, *http.Response, error) {
-	target := h.cfg.Upstream + strings.TrimPrefix(path, "/v1")
-	switch {
-	case strings.HasPrefix(target, "https://"):
-		target = "wss://" + strings.TrimPrefix(target, "https://")
-	case strings.HasPrefix(target, "http://"):
-		target = "ws://" + strings.TrimPrefix(target, "http://")
-	}
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
+	u := h.upstreamURL(path, r.URL.RawQuery)
+	switch u.Scheme {
+	case "https":
+		u.Scheme = "wss"
+	case "http":
+		u.Scheme = "ws"
 	}
 	hdr := r.Header.Clone()
 	removeHopHeaders(hdr)
 	for _, name := range wsHeaders {
 		hdr.Del(name)
 	}
-	for name := range hdr {
-		if strings.HasPrefix(strings.ToLower(name), "x-rcm-") {
-			hdr.Del(name)
-		}
-	}
-	h.setCredentials(hdr, path)
+	h.upstreamHeader(hdr, path)
 	d := websocket.Dialer{
 		Proxy:             http.ProxyFromEnvironment,
 		HandshakeTimeout:  h.cfg.DialTimeout + h.cfg.HeaderTimeout,
@@ -141,7 +134,7 @@ func (h *Handler) dialUpstream(ctx context.Context, r *http.Request, path string
 	}
 	d.NetDialContext = h.transport.DialContext
 	d.TLSClientConfig = h.transport.TLSClientConfig
-	return d.DialContext(ctx, target, hdr)
+	return d.DialContext(ctx, u.String(), hdr)
 }
 
 // wsConn is one relayed connection: the client's conversation and the

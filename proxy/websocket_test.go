@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -295,5 +296,40 @@ func TestWebSocketPingAndLimit(t *testing.T) {
 	_, _, err = c.c.ReadMessage()
 	if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseMessageTooBig {
 		t.Fatalf("oversized frame: %v", err)
+	}
+}
+
+// TestUpstreamBaseQuery: an --upstream whose base URL carries a query
+// (Azure's api-version) gets it on every call, HTTP and WebSocket alike,
+// with the client's query after it and the path below the base's.
+func TestUpstreamBaseQuery(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	ws := &wsUpstream{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		if websocket.IsWebSocketUpgrade(r) {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"resp_1","object":"response","output":[]}`)
+	}))
+	t.Cleanup(up.Close)
+	_, srv, _ := newHandler(t, Config{Upstream: up.URL + "/v1?api-version=1", Mode: RCM})
+	resp := post(t, srv.URL+"/v1/responses?x=2", []byte(`{"model":"m","input":[{"role":"user","content":"hi"}]}`), http.Header{HeaderSession: {"ses_q"}})
+	io.Copy(io.Discard, resp.Body)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/v1/responses?x=2", http.Header{HeaderSession: {"ses_q"}})
+	if err != nil {
+		t.Fatalf("websocket through rcm: %v (upstream saw %q)", err, seen)
+	}
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "/v1/responses?api-version=1&x=2"; len(seen) != 2 || seen[0] != want || seen[1] != want {
+		t.Fatalf("upstream saw %q, want %q twice", seen, want)
 	}
 }

@@ -3,8 +3,9 @@ package router
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/str"
 )
 
 // DefaultThreshold is the confidence below which the full history is kept.
@@ -41,12 +42,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("router: negative timeout %v", c.Timeout)
 	}
 	if c.BaseURL != "" {
-		u, err := url.Parse(c.BaseURL)
-		if err != nil {
-			return fmt.Errorf("router: base URL: %w", err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("router: base URL %q is not an http(s) URL", c.BaseURL)
+		if err := str.HTTPURL(c.BaseURL); err != nil {
+			return fmt.Errorf("router: base URL %q: %w", c.BaseURL, err)
 		}
 	}
 	if c.Model == "" && (c.BaseURL != "" || c.APIKey != "") {

@@ -156,6 +156,30 @@ func sniffSSE(body []byte, sse bool) bool {
 	return sse
 }
 
+// Final reports whether a server-sent event of an answer in format f is
+// the one that ends the answer: data [DONE] in chat completions,
+// message_stop in Messages, response.completed (or .incomplete, .failed,
+// .done) in the Responses API. name is the event's event field (nil when
+// it has none) and data the opening of its data: only its type is read,
+// which these APIs put first, so the rest (a whole response, in Responses)
+// need not be held.
+func (f Format) Final(name, data []byte) bool {
+	typ := string(name)
+	if typ == "" {
+		if f == OpenAIChat {
+			return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]"))
+		}
+		typ = gjson.GetBytes(data, "type").Str
+	}
+	switch f {
+	case AnthropicMessages:
+		return typ == "message_stop"
+	case OpenAIResponses:
+		return responsesDone(typ)
+	}
+	return false
+}
+
 // choiceZero returns the choice with index 0 (the first one when none says).
 func choiceZero(choices gjson.Result) gjson.Result {
 	var first, zero gjson.Result

@@ -144,3 +144,36 @@ func FuzzParseReply(f *testing.F) {
 		}
 	})
 }
+
+// TestFinal: each format's terminal event, named by its event field or,
+// without one, by its data's type, even cut short; no other event ends an
+// answer.
+func TestFinal(t *testing.T) {
+	for _, tc := range []struct {
+		f          transcript.Format
+		name, data string
+		want       bool
+	}{
+		{transcript.OpenAIChat, "", "[DONE]", true},
+		{transcript.OpenAIChat, "", ` [DONE] `, true},
+		{transcript.OpenAIChat, "", `{"choices":[{"finish_reason":"stop"}]}`, false},
+		{transcript.AnthropicMessages, "message_stop", `{"type":"message_stop"}`, true},
+		{transcript.AnthropicMessages, "", `{"type":"message_stop"}`, true},
+		{transcript.AnthropicMessages, "message_delta", `{"type":"message_delta"}`, false},
+		{transcript.AnthropicMessages, "", "[DONE]", false},
+		{transcript.OpenAIResponses, "response.completed", `{"type":"response.completed"`, true},
+		{transcript.OpenAIResponses, "", `{"type":"response.completed","response":{"id":"r","output":[{"type":"mes`, true},
+		{transcript.OpenAIResponses, "", `{"type":"response.failed"}`, true},
+		{transcript.OpenAIResponses, "", `{"type":"response.incomplete"}`, true},
+		{transcript.OpenAIResponses, "response.output_item.done", `{"type":"response.output_item.done"}`, false},
+		{transcript.OpenAIResponses, "", `{"type":"error"}`, false},
+	} {
+		var name []byte
+		if tc.name != "" {
+			name = []byte(tc.name)
+		}
+		if got := tc.f.Final(name, []byte(tc.data)); got != tc.want {
+			t.Errorf("%s Final(%q, %q) = %v, want %v", tc.f, tc.name, tc.data, got, tc.want)
+		}
+	}
+}

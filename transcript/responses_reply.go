@@ -75,6 +75,16 @@ func responsesStream(events [][]byte, m *Message) {
 	responsesOutput(done, m)
 }
 
+// responsesDone reports whether a Responses event of type typ ends its
+// response.
+func responsesDone(typ string) bool {
+	switch typ {
+	case "response.completed", "response.incomplete", "response.done", "response.failed":
+		return true
+	}
+	return false
+}
+
 // Usage is the token accounting of an answer: input tokens, those of
 // them served from the provider's cache and written to it, and output
 // tokens.
@@ -103,10 +113,8 @@ func ReadResponsesEvent(data []byte) (ev ResponsesEvent, ok bool) {
 	}
 	r := gjson.ParseBytes(data)
 	ev.Type = r.Get("type").String()
-	switch ev.Type {
-	case "response.completed", "response.incomplete", "response.done", "response.failed":
-		ev.Done = true
-	case "error":
+	ev.Done = responsesDone(ev.Type)
+	if ev.Type == "error" {
 		return ev, true
 	}
 	resp := r.Get("response")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -51,7 +52,18 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	u, _ := url.Parse(up.URL)
 	rp := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
 	defer rp.Close()
-	bare := httptest.NewServer(Bare(u))
+	// A plain httputil.ReverseProxy (Bare, and native's stand-in here)
+	// cuts an answer now and then, more often on a loaded machine
+	// (golang/go#40747): bare cuts its first one here, so that the test
+	// counts such errors rather than rules them out.
+	var cut atomic.Bool
+	floor := Bare(u)
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cut.CompareAndSwap(false, true) {
+			panic(http.ErrAbortHandler)
+		}
+		floor.ServeHTTP(w, r)
+	}))
 	defer bare.Close()
 	relay := NewRelay(listen(t), u.Host)
 	defer relay.Close()
@@ -85,12 +97,13 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 				}
 				continue
 			}
-			if l.Calls != want || l.Errors != 0 || l.P50 <= 0 || l.P50 > l.P99 {
+			plain := l.Target == "bare" || l.Target == "native"
+			if l.Calls+l.Errors != want || l.Calls == 0 || !plain && l.Errors != 0 || l.P50 <= 0 || l.P50 > l.P99 {
 				t.Errorf("%s at %d: %+v", l.Target, s.Bytes, l)
 			}
 		}
 	}
-	if r := res.Throughput[3]; r.PerSecond <= 0 || r.Errors != 0 {
+	if r := res.Throughput[3]; r.PerSecond <= 0 {
 		t.Errorf("native throughput %+v", r)
 	}
 	var out strings.Builder

@@ -104,8 +104,8 @@ func (o *Options) validate() error {
 		o.Thresholds = DefaultThresholds
 	}
 	for _, t := range o.Thresholds {
-		if !(t >= 0 && t <= 1) {
-			errs = append(errs, fmt.Errorf("threshold %v: want a number in [0, 1]", t))
+		if !(t > 0 && t <= 1) { // rcm refuses 0 (proxy.ParseThreshold)
+			errs = append(errs, fmt.Errorf("threshold %v: want a number in (0, 1]", t))
 		}
 	}
 	if len(o.Conditions) == 0 {

@@ -24,8 +24,9 @@ import (
 	"github.com/rcm-dev/rcm/proxy"
 )
 
-const benchUsage = `Usage:
-  rcm bench replay [flags]   replay sessions through the proxy against a scripted upstream
+// benchCommands lists the bench's subcommands, for rcm --help and rcm
+// bench --help alike.
+const benchCommands = `  rcm bench replay [flags]   replay sessions through the proxy against a scripted upstream
   rcm bench run [flags]      drive a real harness through the schedules and score the patches
   rcm bench report DIR       Res_unint, Res_switch, Gap and costs of a bench run's results
   rcm bench upstream [flags] serve a scripted model (dry runs of bench run)
@@ -35,9 +36,15 @@ const benchUsage = `Usage:
   rcm bench fit [flags]      fit the router's scored model on labelled sessions (router/coef_gen.go)
 `
 
+const benchUsage = "Usage:\n" + benchCommands + "\nEach subcommand's --help lists its flags.\n"
+
 func bench(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench: missing subcommand\n\n%s", benchUsage)
+	}
+	if isHelp(args[0]) {
+		fmt.Print(benchUsage)
+		return nil
 	}
 	switch args[0] {
 	case "replay":
@@ -72,7 +79,8 @@ type replayConfig struct {
 	spec, data, format string
 	sessions           string
 	seed               int64
-	modes, thresholds  string
+	modes              string
+	thresholds         []float64
 	out, db            string
 	concurrency        int64
 	overhead           string
@@ -92,7 +100,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "format", env: "RCM_BENCH_FORMAT", help: "trajectory format under --data: mini-swe-agent or openhands (default mini-swe-agent)", set: stringOpt(&c.format)},
 		{flag: "seed", env: "RCM_BENCH_SEED", help: "assembly seed for --data (default 1)", set: intOpt(&c.seed)},
 		{flag: "modes", env: "RCM_BENCH_MODES", help: "comma-separated modes (default native,router,rcm)", set: stringOpt(&c.modes)},
-		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds (default 0.5,0.7,0.8,0.9,1.0)", set: stringOpt(&c.thresholds)},
+		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds, each in (0, 1] (default 0.5,0.7,0.8,0.9,1.0)", set: thresholdsOpt(&c.thresholds)},
 		{flag: "out", env: "RCM_BENCH_OUT", help: "folder for results.json, report.md and plots (default ./bench-out)", set: stringOpt(&c.out)},
 		{flag: "db", env: "RCM_BENCH_DB", help: "the proxy's bbolt store (default: a temporary file, removed after)", set: stringOpt(&c.db)},
 		{flag: "concurrency", env: "RCM_BENCH_CONCURRENCY", help: "units (session, mode, threshold) replayed at once (default: number of CPUs)", set: intOpt(&c.concurrency)},
@@ -143,15 +151,7 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 			opts.Modes = append(opts.Modes, strings.ToLower(strings.TrimSpace(m)))
 		}
 	}
-	if c.thresholds != "" {
-		for t := range strings.SplitSeq(c.thresholds, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-			if err != nil {
-				return fmt.Errorf("--thresholds %q: %w", c.thresholds, err)
-			}
-			opts.Thresholds = append(opts.Thresholds, v)
-		}
-	}
+	opts.Thresholds = c.thresholds
 	overhead, err := strconv.ParseBool(c.overhead)
 	if err != nil {
 		return fmt.Errorf("--overhead %q: %w", c.overhead, err)

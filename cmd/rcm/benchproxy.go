@@ -239,14 +239,18 @@ var selfCommand = func(args ...string) (*exec.Cmd, error) {
 func benchFloor(args []string) error {
 	var upstream, listen string
 	usage := "Usage: rcm bench floor relay|bare --upstream HOST:PORT --listen ADDR\n\nServes a floor of rcm bench proxy: a TCP relay or a bare httputil.ReverseProxy in front of the upstream."
+	opts := []option{
+		{flag: "upstream", env: "RCM_BENCH_UPSTREAM", help: "host:port of the upstream", set: stringOpt(&upstream)},
+		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on", set: stringOpt(&listen)},
+	}
+	if len(args) > 0 && isHelp(args[0]) {
+		return parseOptions("bench floor", []string{"--help"}, opts, false, usage) // prints the flags, exits 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return errors.New("bench floor: missing relay or bare\n\n" + usage)
 	}
 	kind := args[0]
-	if err := parseOptions("bench floor", args[1:], []option{
-		{flag: "upstream", env: "RCM_BENCH_UPSTREAM", help: "host:port of the upstream", set: stringOpt(&upstream)},
-		{flag: "listen", env: "RCM_BENCH_LISTEN", help: "address to serve on", set: stringOpt(&listen)},
-	}, false, usage); err != nil {
+	if err := parseOptions("bench floor", args[1:], opts, false, usage); err != nil {
 		return err
 	}
 	if upstream == "" || listen == "" {

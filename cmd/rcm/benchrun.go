@@ -32,11 +32,12 @@ import (
 
 // runConfig is what `rcm bench run` is told.
 type runConfig struct {
-	spec, modes, thresholds, conditions, sessions string
-	repeats, continuations, concurrency, context  int64
-	out, upstream, key, model, repos, harness     string
-	opencodeBin, claudeBin, codexBin, db, keep    string
-	budget, verifyTimeout                         time.Duration
+	spec, modes, conditions, sessions            string
+	thresholds                                   []float64
+	repeats, continuations, concurrency, context int64
+	out, upstream, key, model, repos, harness    string
+	opencodeBin, claudeBin, codexBin, db, keep   string
+	budget, verifyTimeout                        time.Duration
 }
 
 func runOptions(c *runConfig) []option {
@@ -48,7 +49,7 @@ func runOptions(c *runConfig) []option {
 		{flag: "repos", env: "RCM_BENCH_REPOS", help: "folder of local git clones, DIR/owner/name, DIR/name or DIR/owner__name; required", set: stringOpt(&c.repos)},
 		{flag: "out", env: "RCM_BENCH_OUT", help: "folder for runs.jsonl, patches, logs and the report (default ./bench-run)", set: stringOpt(&c.out)},
 		{flag: "modes", env: "RCM_BENCH_MODES", help: "comma-separated modes (default native,router,rcm)", set: stringOpt(&c.modes)},
-		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds for router and rcm (default 0.8)", set: stringOpt(&c.thresholds)},
+		{flag: "thresholds", env: "RCM_BENCH_THRESHOLDS", help: "comma-separated router thresholds for router and rcm, each in (0, 1] (default 0.8)", set: thresholdsOpt(&c.thresholds)},
 		{flag: "conditions", env: "RCM_BENCH_CONDITIONS", help: "comma-separated schedules: base, switch (default both)", set: stringOpt(&c.conditions)},
 		{flag: "sessions", env: "RCM_BENCH_SESSIONS", help: "comma-separated session ids to run (default all)", set: stringOpt(&c.sessions)},
 		{flag: "repeats", env: "RCM_BENCH_REPEATS", help: "runs of each session, condition and arm (default 1)", set: intOpt(&c.repeats)},
@@ -100,17 +101,10 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 		Repeats: int(c.repeats), Budget: c.budget, Concurrency: int(c.concurrency), Model: c.model,
 		VerifyTimeout: c.verifyTimeout, Keep: keep, Out: c.out, Log: stderr,
 		Modes: splitList(strings.ToLower(c.modes)), Conditions: splitList(c.conditions), Sessions: splitList(c.sessions),
-		Continuations: int(c.continuations),
+		Continuations: int(c.continuations), Thresholds: c.thresholds,
 	}
 	if c.continuations == 0 {
 		opts.Continuations = -1 // none; run.Options reads 0 as the default
-	}
-	for _, t := range splitList(c.thresholds) {
-		v, err := strconv.ParseFloat(t, 64)
-		if err != nil {
-			return fmt.Errorf("--thresholds %q: %w", c.thresholds, err)
-		}
-		opts.Thresholds = append(opts.Thresholds, v)
 	}
 
 	// Everything that can be checked without a model call, cheapest first.
@@ -228,8 +222,13 @@ func benchRun(args []string, stdout, stderr io.Writer) error {
 
 // benchReport is `rcm bench report DIR`.
 func benchReport(args []string, stdout io.Writer) error {
+	const usage = "usage: rcm bench report DIR (the --out folder of rcm bench run)"
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: rcm bench report DIR (the --out folder of rcm bench run)")
+		return errors.New(usage)
 	}
 	rep, err := report.Write(args[0])
 	if err != nil {

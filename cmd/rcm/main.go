@@ -11,13 +11,12 @@ var version = "dev"
 const usage = `rcm: a task-aware context manager for coding agents.
 
 Usage:
-  rcm serve [flags]     run the proxy (rcm serve --help lists the flags)
-  rcm bench replay      replay recorded sessions through the proxy; model-free metrics
-  rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
-                        (live in a browser: http://127.0.0.1:8787/rcm/)
-  rcm store compact     shrink the store file to its live data (rcm serve stopped)
-  rcm statusline        one line for Claude Code's status line (reads its session JSON on stdin)
-  rcm version           print the version
+  rcm serve [flags]          run the proxy (rcm serve --help lists the flags)
+` + benchCommands + `  rcm inspect [SESSION]      show a running rcm's sessions, tasks, records and decisions
+                             (live in a browser: http://127.0.0.1:8787/rcm/)
+  rcm store compact          shrink the store file to its live data (rcm serve stopped)
+  rcm statusline             one line for Claude Code's status line (reads its session JSON on stdin)
+  rcm version                print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.
 `
@@ -41,9 +40,11 @@ func main() {
 		err = statusline(args, os.Stdin, os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("rcm", version)
-	case "help", "--help", "-h":
-		fmt.Print(usage)
 	default:
+		if isHelp(cmd) {
+			fmt.Print(usage)
+			return
+		}
 		fmt.Fprintf(os.Stderr, "rcm: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
@@ -52,3 +53,6 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// isHelp reports whether a command's argument asks for its usage.
+func isHelp(arg string) bool { return arg == "help" || arg == "--help" || arg == "-h" }

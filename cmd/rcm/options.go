@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rcm-dev/rcm/proxy"
 )
 
 // option is a setting with a flag and an environment twin. Values are
@@ -30,6 +32,28 @@ func boolOpt(p *bool) func(string) error {
 
 func floatOpt(p *float64) func(string) error {
 	return func(s string) (err error) { *p, err = strconv.ParseFloat(s, 64); return err }
+}
+
+// thresholdOpt reads a router threshold (proxy.ParseThreshold: 0 is
+// refused, not taken for the default).
+func thresholdOpt(p *float64) func(string) error {
+	return func(s string) (err error) { *p, err = proxy.ParseThreshold(s); return err }
+}
+
+// thresholdsOpt reads a comma-separated list of router thresholds.
+func thresholdsOpt(p *[]float64) func(string) error {
+	return func(s string) error {
+		var ts []float64
+		for v := range strings.SplitSeq(s, ",") {
+			t, err := proxy.ParseThreshold(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q: %w", v, err)
+			}
+			ts = append(ts, t)
+		}
+		*p = ts
+		return nil
+	}
 }
 
 func intOpt[T int | int64](p *T) func(string) error {

@@ -72,3 +72,33 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestThresholdZeroRefused: a threshold of 0, however it is given (flag,
+// environment, config file, the bench's --thresholds), is refused with an
+// error, never replaced by the default.
+func TestThresholdZeroRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rcm.json")
+	os.WriteFile(file, []byte(`{"threshold":0}`), 0o600)
+	for name, args := range map[string][]string{"flag": {"--threshold", "0"}, "file": {"--config", file}, "0.0": {"--threshold", "0.0"}} {
+		if c, err := parseServe(t, args...); err == nil || !strings.Contains(err.Error(), "(0, 1]") {
+			t.Errorf("%s: threshold %v, err %v; want it refused", name, c.Threshold, err)
+		}
+	}
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("RCM_THRESHOLD", "0")
+		if c, err := parseServe(t); err == nil {
+			t.Errorf("RCM_THRESHOLD=0: threshold %v, no error", c.Threshold)
+		}
+	})
+	var rc replayConfig
+	if err := parseOptions("bench replay", []string{"--thresholds", "0.8,0"}, replayOptions(&rc), false, ""); err == nil {
+		t.Errorf("bench replay --thresholds 0.8,0: %v, no error", rc.thresholds)
+	}
+	var runc runConfig
+	if err := parseOptions("bench run", []string{"--thresholds", "0"}, runOptions(&runc), false, ""); err == nil {
+		t.Errorf("bench run --thresholds 0: %v, no error", runc.thresholds)
+	}
+	if c, err := parseServe(t, "--threshold", "0.05"); err != nil || c.Threshold != 0.05 {
+		t.Errorf("--threshold 0.05: %v %v", c.Threshold, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/rcm-dev/rcm/proxy"
@@ -22,7 +23,7 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "upstream-key", env: "RCM_UPSTREAM_KEY", help: "API key sent upstream only when the client sends no Authorization or x-api-key; prefer the environment variable (a flag shows in process lists)", set: stringOpt(&c.UpstreamKey), secret: true},
 		{flag: "auth-token", env: "RCM_AUTH_TOKEN", help: "token rcm requires on /rcm/... (Authorization: Bearer or X-RCM-Auth) and, with --upstream-key, on proxied calls (X-RCM-Auth); required to listen beyond loopback; prefer the environment variable", set: stringOpt(&c.AuthToken), secret: true},
 		{flag: "mode", env: "RCM_MODE", help: "default mode: native, router or rcm (default rcm); per request: X-RCM-Mode or a /native|/router|/rcm path prefix", set: func(s string) error { c.Mode = proxy.Mode(s); return nil }},
-		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept (default 0.8); per request: X-RCM-Threshold", set: floatOpt(&c.Threshold)},
+		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept, in (0, 1] (default " + strconv.FormatFloat(proxy.DefaultThreshold, 'f', -1, 64) + "); per request: X-RCM-Threshold", set: thresholdOpt(&c.Threshold)},
 		{flag: "db", env: "RCM_DB", help: "bbolt store file (default: rcm/rcm.db under the user's data directory)", set: stringOpt(&c.DB)},
 		{flag: "max-body", env: "RCM_MAX_BODY", help: "largest request body in bytes; larger ones get 413 (default 33554432, 32 MiB)", set: intOpt(&c.MaxBody)},
 		{flag: "header-timeout", env: "RCM_HEADER_TIMEOUT", help: "longest wait for the upstream's response headers before 504 (default 10m)", set: durationOpt(&c.HeaderTimeout)},
@@ -52,6 +53,7 @@ func serve(args []string) error {
 	if err := parseOptions("serve", args, serveOptions(&cfg), true, "Usage: rcm serve [flags]\n\nRuns the proxy. Every flag has an environment twin; --config FILE sets the same keys from JSON."); err != nil {
 		return err
 	}
+	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

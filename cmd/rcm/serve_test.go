@@ -75,6 +75,33 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestHelp: rcm --help lists every bench subcommand, and asking any
+// command or subcommand for help prints its usage and exits 0.
+func TestHelp(t *testing.T) {
+	top, err := command("--help").Output()
+	if err != nil {
+		t.Fatalf("rcm --help: %v", err)
+	}
+	bench, err := command("bench", "--help").Output()
+	if err != nil {
+		t.Fatalf("rcm bench --help: %v\n%s", err, bench)
+	}
+	asks := [][]string{{"help"}, {"-h"}, {"bench", "help"}, {"serve", "--help"}, {"inspect", "--help"}, {"store", "--help"}}
+	for _, sub := range []string{"replay", "run", "report", "upstream", "spec", "proxy", "floor"} {
+		for _, out := range [][]byte{top, bench} {
+			if !strings.Contains(string(out), "rcm bench "+sub+" ") {
+				t.Errorf("bench %s not listed in:\n%s", sub, out)
+			}
+		}
+		asks = append(asks, []string{"bench", sub, "--help"})
+	}
+	for _, args := range asks {
+		if out, err := command(args...).CombinedOutput(); err != nil || !strings.Contains(strings.ToLower(string(out)), "usage") {
+			t.Errorf("rcm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
 // serveArgs starts `rcm serve` on a free port with args and returns the
 // process, killed at the end of the test, and its address.
 func serveArgs(t *testing.T, args ...string) (*exec.Cmd, string) {

@@ -17,6 +17,10 @@ is locked while a proxy runs, and compact refuses then.
 
 // store runs the store's maintenance subcommands.
 func store(args []string) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Print(storeUsage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "compact" {
 		fmt.Fprint(os.Stderr, storeUsage)
 		return fmt.Errorf("store: want a subcommand: compact")

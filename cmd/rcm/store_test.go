@@ -41,6 +41,7 @@ func TestRetentionOptions(t *testing.T) {
 	}
 	// Defaults, and too small values refused with the flag's name.
 	var def proxy.Config
+	def.Defaults()
 	if err := def.Validate(); err != nil || def.Retain != proxy.DefaultRetain || def.MaxStore != proxy.DefaultMaxStore {
 		t.Fatalf("defaults: %v %v %d", err, def.Retain, def.MaxStore)
 	}

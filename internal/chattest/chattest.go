@@ -10,6 +10,7 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/internal/ci"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -139,17 +140,14 @@ func Requests(body []byte) []string {
 
 // SharedData returns the path of rel under the shared data set (shared/data
 // beside the repository, as CI clones it), skipping the test when it is
-// absent; under CI=true its absence fails the test.
+// absent; under CI (package ci) its absence fails the test.
 func SharedData(tb testing.TB, rel ...string) string {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	p := filepath.Join(append([]string{filepath.Dir(file), "..", "..", "..", "shared", "data"}, rel...)...)
 	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			// Data-driven tests never skip in CI.
-			tb.Fatalf("shared data %s absent under CI=true: %v", p, err)
-		}
-		tb.Skipf("shared data %s absent (clone shared/ beside the repository): %v", p, err)
+		// Data-driven tests never skip in CI.
+		ci.Missing(tb, "shared data %s absent (clone shared/ beside the repository): %v", p, err)
 	}
 	return p
 }

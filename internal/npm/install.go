@@ -31,6 +31,24 @@ func CacheDir(name string) (string, error) {
 	return filepath.Join(base, "rcm", name), nil
 }
 
+// Pinned returns the binary bin of the release version of pkg, the
+// client named name: Install into cacheDir, or into CacheDir(name-version)
+// when cacheDir is empty. Its errors start with name.
+func Pinned(ctx context.Context, cacheDir, name, pkg, version, bin string) (string, error) {
+	if cacheDir == "" {
+		d, err := CacheDir(name + "-" + version)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		cacheDir = d
+	}
+	path, err := Install(ctx, cacheDir, pkg, version, bin)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return path, nil
+}
+
 // Install returns the binary bin (a path inside dir, such as
 // node_modules/.bin/codex) of pkg@version: the one in dir when it runs and
 // reports version, else one installed there now with `npm install`, with

@@ -3,6 +3,8 @@ package str
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"net/url"
 	"unicode/utf8"
 )
 
@@ -52,4 +54,17 @@ func CommonPrefix(a, b []byte) int {
 // byte of a word, as regexp's \b counts it.
 func WordByte(c byte) bool {
 	return c == '_' || (c|0x20) >= 'a' && (c|0x20) <= 'z' || c >= '0' && c <= '9'
+}
+
+// HTTPURL checks that s is an absolute http or https URL with a host, as
+// every base URL rcm is given must be (its upstreams, its models' APIs).
+func HTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http(s) URL such as https://api.openai.com/v1")
+	}
+	return nil
 }

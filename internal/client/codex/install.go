@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 
 	"github.com/rcm-dev/rcm/internal/npm"
@@ -12,31 +11,13 @@ import (
 // ../shared/codex's captures).
 const Version = "0.171.0"
 
-// Errors that mean "Codex cannot be installed here" rather than "the
-// install is broken": callers (tests) may skip on them.
-var (
-	ErrNoNPM       = npm.ErrNoNPM
-	ErrUnreachable = npm.ErrUnreachable
-)
-
 // Install makes Codex Version available and returns its binary. It runs
 // `npm install @openai/codex@Version` into cacheDir
 // (os.UserCacheDir()/rcm/codex-Version when empty), or reuses an install
 // there whose binary reports Version ("codex-cli 0.171.0"; the native
 // binary itself comes in a platform package such as
-// @openai/codex-linux-x64). Errors wrap ErrNoNPM or ErrUnreachable when
-// npm is missing or cannot reach its registry.
+// @openai/codex-linux-x64). Errors wrap npm.ErrNoNPM or npm.ErrUnreachable
+// when npm is missing or cannot reach its registry.
 func Install(ctx context.Context, cacheDir string) (string, error) {
-	if cacheDir == "" {
-		d, err := npm.CacheDir("codex-" + Version)
-		if err != nil {
-			return "", fmt.Errorf("codex: %w", err)
-		}
-		cacheDir = d
-	}
-	bin, err := npm.Install(ctx, cacheDir, "@openai/codex", Version, filepath.Join("node_modules", ".bin", "codex"))
-	if err != nil {
-		return "", fmt.Errorf("codex: %w", err)
-	}
-	return bin, nil
+	return npm.Pinned(ctx, cacheDir, "codex", "@openai/codex", Version, filepath.Join("node_modules", ".bin", "codex"))
 }

@@ -39,6 +39,7 @@ type logMetrics struct {
 	ContinueRouted   int      `json:"continue_routed"`
 	BytesRatio       *float64 `json:"bytes_ratio"`
 	NeededLostRouted *float64 `json:"needed_lost_routed"`
+	ReturnsWrong     int      `json:"returns_wrong"`
 }
 
 func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
@@ -83,6 +84,14 @@ func TestBenchReplaySessions(t *testing.T) {
 	}
 	if router.AtRequest.Calls != 1393 || native.AtRequest.Calls != 1393 || router.All.Calls <= 1393 || router.AtRequest.Routed == 0 || router.AtRequest.NeededLostRouted == nil {
 		t.Errorf("router: %+v", router)
+	}
+	// The bars of issue 24, on the sessions the committed coefficients
+	// were fitted on (in-sample: the held-out figures are rcm bench fit's
+	// report); a refit or a router change that breaks them fails here.
+	for _, m := range []logMetrics{router.AtRequest, router.All} {
+		if *m.NeededLost > 0.02 || *m.SplitOff > 0.05 || m.ReturnsWrong != 0 {
+			t.Errorf("router at 0.8 on the corpus: needed lost %.3f, continue split off %.3f, %d returns routed wrong", *m.NeededLost, *m.SplitOff, m.ReturnsWrong)
+		}
 	}
 	requests, methods := 0, 0
 	for _, a := range r.Audit {

@@ -2,11 +2,8 @@ package replay
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,21 +14,9 @@ import (
 // Write writes results.json and report.md (the metrics table, then the
 // audit listing) into dir, creating it.
 func (r *LogResults) Write(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("bench: results: %w", err)
-	}
 	var md bytes.Buffer
 	r.markdown(&md)
-	for name, b := range map[string][]byte{ResultsFile: append(js, '\n'), ReportFile: md.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-	}
-	return nil
+	return writeResults(dir, r, md.Bytes(), nil)
 }
 
 // logColumns are the metrics table's columns after mode and threshold.

@@ -111,18 +111,7 @@ func Logs(ctx context.Context, sessions []chatlog.Session, opts Options) (*LogRe
 		}
 		plans[i] = p
 	}
-	var units []unit
-	for i := range plans {
-		for _, m := range opts.Modes {
-			if m == benchspec.ModeNative {
-				units = append(units, unit{i, m, -1})
-				continue
-			}
-			for _, t := range opts.Thresholds {
-				units = append(units, unit{i, m, t})
-			}
-		}
-	}
+	units := unitsOf(len(plans), &opts)
 	total := 0
 	for _, u := range units {
 		total += len(plans[u.session].calls)

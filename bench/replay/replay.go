@@ -27,6 +27,24 @@ type unit struct {
 	threshold float64
 }
 
+// unitsOf lists the units of n sessions: native once each, the other
+// modes at every threshold.
+func unitsOf(n int, opts *Options) []unit {
+	var units []unit
+	for i := range n {
+		for _, m := range opts.Modes {
+			if m == benchspec.ModeNative {
+				units = append(units, unit{i, m, -1})
+				continue
+			}
+			for _, t := range opts.Thresholds {
+				units = append(units, unit{i, m, t})
+			}
+		}
+	}
+	return units
+}
+
 // header says the unit's mode and threshold to the proxy.
 func (u unit) header() http.Header {
 	h := http.Header{}
@@ -54,18 +72,7 @@ func Replay(ctx context.Context, spec *benchspec.Spec, opts Options) (*Results, 
 		}
 		plans[i] = p
 	}
-	var units []unit
-	for i := range plans {
-		for _, m := range opts.Modes {
-			if m == benchspec.ModeNative {
-				units = append(units, unit{i, m, -1})
-				continue
-			}
-			for _, t := range opts.Thresholds {
-				units = append(units, unit{i, m, t})
-			}
-		}
-	}
+	units := unitsOf(len(plans), &opts)
 	perSession := len(units) / max(len(plans), 1)
 	for _, u := range units {
 		total += plans[u.session].calls()

@@ -24,20 +24,24 @@ const (
 // Write writes results.json, report.md and its SVG plots into dir,
 // creating it.
 func (r *Results) Write(dir string) error {
+	var md bytes.Buffer
+	r.markdown(&md)
+	return writeResults(dir, r, md.Bytes(), map[string][]byte{ModesSVG: modesSVG(r), SweepSVG: sweepSVG(r)})
+}
+
+// writeResults writes results (as results.json), the report and any other
+// files into dir, creating it.
+func writeResults(dir string, results any, report []byte, more map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	js, err := json.MarshalIndent(results, "", "  ")
 	if err != nil {
 		return fmt.Errorf("bench: results: %w", err)
 	}
-	var md bytes.Buffer
-	r.markdown(&md)
-	files := map[string][]byte{
-		ResultsFile: append(js, '\n'),
-		ReportFile:  md.Bytes(),
-		ModesSVG:    modesSVG(r),
-		SweepSVG:    sweepSVG(r),
+	files := map[string][]byte{ResultsFile: append(js, '\n'), ReportFile: report}
+	for name, b := range more {
+		files[name] = b
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

@@ -103,8 +103,8 @@ func TestRoutedLabelsNeverChange(t *testing.T) {
 
 func putRaw(t *testing.T, s *Store, session string, bucket, key, val []byte) {
 	t.Helper()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucket)
+	err := s.b.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+		b, err := boltWriter{boltReader{tx}}.createSessionBucket(session, bucket)
 		if err != nil {
 			return err
 		}

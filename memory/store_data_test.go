@@ -182,8 +182,8 @@ func TestEventsTrimmed(t *testing.T) {
 		t.Errorf("other session's events = %+v %v", other, err)
 	}
 	// The bucket itself holds no more than MaxEvents keys.
-	s.db.View(func(tx *bolt.Tx) error {
-		if n := sessionBucket(tx, "s", bucketEvents).Stats().KeyN; n != 5 {
+	s.b.(*boltStore).db.View(func(tx *bolt.Tx) error {
+		if n := (boltReader{tx}).sessionBucket("s", bucketEvents).Stats().KeyN; n != 5 {
 			t.Errorf("events bucket holds %d keys", n)
 		}
 		return nil
@@ -205,7 +205,7 @@ func TestCorruptValuesGiveErrors(t *testing.T) {
 	putRaw(t, s, "s", bucketRecords, []byte("bad"), junk)
 	putRaw(t, s, "s", bucketTasks, []byte("bad"), junk)
 	putRaw(t, s, "s", bucketEvents, binary.BigEndian.AppendUint64(nil, 99), junk)
-	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSessions).Put([]byte("bad"), junk) })
+	s.b.(*boltStore).db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketSessions).Put([]byte("bad"), junk) })
 
 	checks := map[string]error{}
 	_, _, checks["Record"] = s.Record("s", "bad")
@@ -231,8 +231,8 @@ func TestCorruptValuesGiveErrors(t *testing.T) {
 	if _, found, err := s.Session("good"); err != nil || !found {
 		t.Errorf("good session: %v %v", found, err)
 	}
-	s.db.View(func(tx *bolt.Tx) error {
-		if sessionBucket(tx, "s", bucketRecords).Get([]byte("bad")) == nil {
+	s.b.(*boltStore).db.View(func(tx *bolt.Tx) error {
+		if (boltReader{tx}).sessionBucket("s", bucketRecords).Get([]byte("bad")) == nil {
 			t.Error("the corrupt record was deleted")
 		}
 		return nil

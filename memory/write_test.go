@@ -68,7 +68,7 @@ func TestUpdateGathersOnlyWhenConcurrent(t *testing.T) {
 	var waits []func() error
 	for i := range 10 {
 		waits = append(waits, s.Queue(func(w *Tx) error {
-			ids <- w.tx.ID()
+			ids <- w.w.(boltWriter).tx.ID()
 			return w.Touch(fmt.Sprintf("ses_%d", i), "", time.Now())
 		}))
 	}
@@ -105,7 +105,7 @@ func TestQueueCommitsInOrder(t *testing.T) {
 		waits = append(waits, s.Queue(func(w *Tx) error {
 			mu.Lock()
 			defer mu.Unlock()
-			ran, tx = append(ran, i), append(tx, w.tx.ID())
+			ran, tx = append(ran, i), append(tx, w.w.(boltWriter).tx.ID())
 			return w.Touch("ses_order", "", time.Now())
 		}))
 		if i%10 == 0 {
@@ -204,7 +204,7 @@ func TestQueueKeepsEachWritersOrder(t *testing.T) {
 			for i := range writes {
 				want := last
 				waits = append(waits, s.Queue(func(w *Tx) error {
-					b, err := w.tx.CreateBucketIfNotExists([]byte("test_chains"))
+					b, err := w.w.(boltWriter).tx.CreateBucketIfNotExists([]byte("test_chains"))
 					if err != nil {
 						return err
 					}
@@ -239,7 +239,7 @@ func TestQueueKeepsEachWritersOrder(t *testing.T) {
 	}
 	wg.Wait()
 	for g := range writers {
-		if err := s.db.View(func(tx *bolt.Tx) error {
+		if err := s.b.(*boltStore).db.View(func(tx *bolt.Tx) error {
 			if v := string(tx.Bucket([]byte("test_chains")).Get(fmt.Appendf(nil, "chain_%d", g))); v != fmt.Sprint(writes-1) {
 				t.Errorf("chain %d ends at %q, want %d", g, v, writes-1)
 			}

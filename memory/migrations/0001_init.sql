@@ -1,0 +1,72 @@
+-- rcm's store on PostgreSQL, version 1: one row per value of the bbolt
+-- layout (memory/doc.go), keyed by session. Values are the bytes bbolt
+-- stores (JSON redacted, labels in their binary codec), so both backends
+-- return the same reads.
+
+-- updated_ns orders the inspector's pages and the sweep (Unix ns, as the
+-- page cursor holds it).
+CREATE TABLE rcm_sessions (
+	id         text PRIMARY KEY,
+	updated_ns bigint NOT NULL,
+	value      bytea NOT NULL
+);
+CREATE INDEX rcm_sessions_used ON rcm_sessions (updated_ns DESC, id);
+
+CREATE TABLE rcm_labels (
+	session text NOT NULL,
+	fp      bytea NOT NULL,
+	routed  boolean NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (session, fp)
+);
+
+CREATE TABLE rcm_tasks (
+	session text NOT NULL,
+	id      text NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (session, id)
+);
+
+CREATE TABLE rcm_records (
+	session text NOT NULL,
+	task    text NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (session, task)
+);
+
+-- seq orders a task's frozen messages (the oldest beyond 64 go); a session's
+-- writes hold its lock, so one sequence for all keeps each session's order.
+CREATE SEQUENCE rcm_frozen_seq;
+CREATE TABLE rcm_frozen (
+	session text NOT NULL,
+	task    text NOT NULL,
+	fp      bytea NOT NULL,
+	seq     bigint NOT NULL,
+	msg     bytea NOT NULL,
+	PRIMARY KEY (session, task, fp)
+);
+
+CREATE TABLE rcm_events (
+	session text NOT NULL,
+	seq     bigint NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (session, seq)
+);
+
+-- The latest Pending each process (nonce) committed for a session.
+CREATE TABLE rcm_committed (
+	session text NOT NULL,
+	nonce   bytea NOT NULL,
+	id      bytea NOT NULL,
+	PRIMARY KEY (session, nonce)
+);
+
+-- Calls under way whose writes are still to commit, so that a session's
+-- next call on another replica waits for them (Store.Claim).
+CREATE TABLE rcm_claims (
+	id      bigserial PRIMARY KEY,
+	session text NOT NULL,
+	nonce   bytea NOT NULL,
+	at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX rcm_claims_session ON rcm_claims (session, id);

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -153,7 +154,9 @@ func (s *Store) run(g *group) {
 			}
 			return nil
 		})
-		if failed < 0 { // all ran: err is the commit's
+		if failed < 0 || errors.Is(err, ErrUnavailable) {
+			// All ran (err is the commit's), or the store cannot be
+			// reached: running the others again would fail alike.
 			for _, i := range left {
 				g.errs[i] = err
 			}

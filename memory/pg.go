@@ -54,6 +54,7 @@ type pgStore struct {
 	logged   time.Time // the outage's last log line
 	outages  atomic.Uint64
 
+	followState
 	// stop ends follow, which closes followed when it has returned.
 	stop, followed chan struct{}
 	stopOnce       sync.Once
@@ -117,17 +118,17 @@ func OpenPostgres(dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("memory: postgres %s: %w", Redacted(dsn), err)
 	}
-	b := &pgStore{pool: pool, log: opts.Log, stop: make(chan struct{})}
+	b := &pgStore{pool: pool, log: opts.Log, stop: make(chan struct{}), followed: make(chan struct{})}
+	b.replica, b.live = newReplica()
+	go b.follow(cfg.ConnConfig)
 	return start(b, Redacted(dsn), opts), nil
 }
 
 func (s *pgStore) close() error {
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.followed != nil {
-		select {
-		case <-s.followed:
-		case <-time.After(pgConnectTimeout + time.Second):
-		}
+	select {
+	case <-s.followed:
+	case <-time.After(pgConnectTimeout + time.Second):
 	}
 	s.pool.Close()
 	return nil
@@ -240,7 +241,7 @@ func (s *pgStore) page(limit int, from *Session) ([]Session, error) {
 	if from == nil {
 		rows, err = s.pool.Query(ctx, `SELECT id, value FROM rcm_sessions ORDER BY updated_ns DESC, id LIMIT $1`, lim)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT id, value FROM rcm_sessions WHERE (updated_ns, $2::text) < ($1, id)
+		rows, err = s.pool.Query(ctx, `SELECT id, value FROM rcm_sessions WHERE (updated_ns, $2::text COLLATE "C") < ($1, id)
 ORDER BY updated_ns DESC, id LIMIT $3`, from.Updated.UnixNano(), from.ID, lim)
 	}
 	if err != nil {

@@ -433,7 +433,7 @@ func (w *pgWriter) appendEvent(session string, max uint64, encode func(uint64) (
 	}
 	// Delivered at commit: the other replicas' inspector feeds read the
 	// event (follow).
-	b.Queue(`SELECT pg_notify('`+feedChannel+`', $1)`, hex.EncodeToString(processNonce)+" "+strconv.FormatUint(seq, 10)+" "+session)
+	b.Queue(`SELECT pg_notify('`+feedChannel+`', $1)`, hex.EncodeToString(w.s.replica)+" "+strconv.FormatUint(seq, 10)+" "+session)
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return w.s.fail(err)
 	}

@@ -5,15 +5,16 @@
 
 -- updated_ns orders the inspector's pages and the sweep (Unix ns, as the
 -- page cursor holds it).
+-- Keys compare byte by byte (COLLATE "C"), as bbolt's do.
 CREATE TABLE rcm_sessions (
-	id         text PRIMARY KEY,
+	id         text COLLATE "C" PRIMARY KEY,
 	updated_ns bigint NOT NULL,
 	value      bytea NOT NULL
 );
 CREATE INDEX rcm_sessions_used ON rcm_sessions (updated_ns DESC, id);
 
 CREATE TABLE rcm_labels (
-	session text NOT NULL,
+	session text COLLATE "C" NOT NULL,
 	fp      bytea NOT NULL,
 	routed  boolean NOT NULL,
 	value   bytea NOT NULL,
@@ -21,15 +22,15 @@ CREATE TABLE rcm_labels (
 );
 
 CREATE TABLE rcm_tasks (
-	session text NOT NULL,
-	id      text NOT NULL,
+	session text COLLATE "C" NOT NULL,
+	id      text COLLATE "C" NOT NULL,
 	value   bytea NOT NULL,
 	PRIMARY KEY (session, id)
 );
 
 CREATE TABLE rcm_records (
-	session text NOT NULL,
-	task    text NOT NULL,
+	session text COLLATE "C" NOT NULL,
+	task    text COLLATE "C" NOT NULL,
 	value   bytea NOT NULL,
 	PRIMARY KEY (session, task)
 );
@@ -38,8 +39,8 @@ CREATE TABLE rcm_records (
 -- writes hold its lock, so one sequence for all keeps each session's order.
 CREATE SEQUENCE rcm_frozen_seq;
 CREATE TABLE rcm_frozen (
-	session text NOT NULL,
-	task    text NOT NULL,
+	session text COLLATE "C" NOT NULL,
+	task    text COLLATE "C" NOT NULL,
 	fp      bytea NOT NULL,
 	seq     bigint NOT NULL,
 	msg     bytea NOT NULL,
@@ -47,7 +48,7 @@ CREATE TABLE rcm_frozen (
 );
 
 CREATE TABLE rcm_events (
-	session text NOT NULL,
+	session text COLLATE "C" NOT NULL,
 	seq     bigint NOT NULL,
 	value   bytea NOT NULL,
 	PRIMARY KEY (session, seq)
@@ -55,18 +56,20 @@ CREATE TABLE rcm_events (
 
 -- The latest Pending each process (nonce) committed for a session.
 CREATE TABLE rcm_committed (
-	session text NOT NULL,
+	session text COLLATE "C" NOT NULL,
 	nonce   bytea NOT NULL,
 	id      bytea NOT NULL,
 	PRIMARY KEY (session, nonce)
 );
 
 -- Calls under way whose writes are still to commit, so that a session's
--- next call on another replica waits for them (Store.Claim).
+-- next call on another replica waits for them (Store.Claim); live is the
+-- advisory lock its process holds while it lives.
 CREATE TABLE rcm_claims (
 	id      bigserial PRIMARY KEY,
-	session text NOT NULL,
+	session text COLLATE "C" NOT NULL,
 	nonce   bytea NOT NULL,
+	live    bigint NOT NULL,
 	at      timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX rcm_claims_session ON rcm_claims (session, id);

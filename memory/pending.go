@@ -41,6 +41,9 @@ type Pending struct {
 	records map[string]Record
 	// frozen holds each task's puts in order.
 	frozen map[string][]frozenPut
+	// task is the task of the event the writes append ("": none, or a
+	// call that names none).
+	task string
 }
 
 type frozenPut struct {
@@ -123,6 +126,10 @@ func (p *Pending) PutLabels(session string, fps []transcript.Fingerprint, labels
 	}
 	return nil
 }
+
+// PutEventTask notes the task of the event the transaction appends (see
+// View.LastTask).
+func (p *Pending) PutEventTask(task string) { p.task = task }
 
 // PutTask is Tx.PutTask, ahead of the commit.
 func (p *Pending) PutTask(session string, t Task) error {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rcm-dev/rcm/internal/pgtest"
 )
 
 // TestTwoStoresOneSession: two stores on one PostgreSQL database (two
@@ -14,7 +16,7 @@ import (
 // record, every call count and every event lands, none twice, the
 // events numbered 1..n without a gap.
 func TestTwoStoresOneSession(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := pgtest.Schema(t)
 	var stores [2]*Store
 	for i := range stores {
 		s, err := OpenPostgres(dsn, Options{})
@@ -88,7 +90,7 @@ func TestTwoStoresOneSession(t *testing.T) {
 // liveness lock released) is not waited for; a store's own claims never
 // make its calls wait (it orders them itself).
 func TestClaimWaitsForOtherReplica(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := pgtest.Schema(t)
 	a, err := OpenPostgres(dsn, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func TestClaimWaitsForOtherReplica(t *testing.T) {
 // TestFollowSeesOtherReplicasEvents: a store's Follow gets every event
 // another store commits, not its own.
 func TestFollowSeesOtherReplicasEvents(t *testing.T) {
-	dsn := postgresSchema(t)
+	dsn := pgtest.Schema(t)
 	a := pgReplica(t, dsn)
 	b := pgReplica(t, dsn)
 	waitLive(t, a, b)

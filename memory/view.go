@@ -51,6 +51,33 @@ func (v *View) Events(session string, limit int) ([]Event, error) {
 	return v.r.events(session, limit)
 }
 
+// LastTask is the task of the session's latest event that names one, of
+// an agent call (not a compaction), among its last 50: from the pending
+// writes still to commit when one names a task, else from the store. A
+// replica's own pending writes that have committed are read from the
+// store, where another replica's later writes may follow them.
+func (v *View) LastTask(session string) (string, error) {
+	ps, err := v.pending(session)
+	if err != nil {
+		return "", err
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].task != "" {
+			return ps[i].task, nil
+		}
+	}
+	evs, err := v.r.events(session, 50)
+	if err != nil {
+		return "", err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Task != "" && evs[i].Kind != transcript.Compaction.String() {
+			return evs[i].Task, nil
+		}
+	}
+	return "", nil
+}
+
 // Labels is Store.Labels within the view.
 func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
 	labels, found, err := v.r.labels(session, fps)

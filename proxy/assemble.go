@@ -66,9 +66,11 @@ type assembly struct {
 
 	// slot orders the call's writes after its session's earlier ones
 	// (nil: not ordered); ahead is what the call read of the previous
-	// call's writes before they committed.
+	// call's writes before they committed; claim tells the other
+	// replicas sharing the store that these writes are to come.
 	slot  *slot
 	ahead *ahead
+	claim memory.Claim
 
 	resp     limitedBuffer
 	sse      bool
@@ -125,6 +127,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// nor make others wait.
 		h.waitWrites(r, a)
 		a.slot = h.writes.begin(a.session)
+		h.waitReplicas(r, a)
 	}
 	switch {
 	case t.Kind == transcript.Compaction && mode == RCM:
@@ -177,6 +180,20 @@ func (h *Handler) waitWrites(r *http.Request, a *assembly) {
 		h.metrics.observeWait(d, outcome)
 	}
 	a.ahead = ah
+}
+
+// waitReplicas claims the call's writes for the replicas sharing the
+// store and waits (at most maxPendingWait) for the writes of the
+// session's calls that other replicas claimed before: those cannot be
+// read ahead of their commit, as this process's own can. The wait is
+// counted in the metrics as "replica" (they committed), "bound",
+// "cancelled" or "error" (the store could not say: the call goes on).
+func (h *Handler) waitReplicas(r *http.Request, a *assembly) {
+	c, d, outcome := h.store.Claim(r.Context(), a.session, maxPendingWait)
+	if outcome != "" {
+		h.metrics.observeWait(d, outcome)
+	}
+	a.claim = c
 }
 
 // frozen is a record message and the turn it was placed before.
@@ -239,6 +256,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 		if !write {
 			// Nothing to write: the next call reads the earlier writes.
 			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})
+			h.store.Release(a.claim)
 			return
 		}
 		defer func() { h.metrics.observeLag(time.Since(answered)) }()
@@ -248,6 +266,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 			}
 		}()
 		if err := h.record(a, parent); err != nil {
+			h.store.Release(a.claim)
 			h.log.Warn("store update failed", "session", a.session, "err", err)
 		}
 	}, h.after.Done)
@@ -284,6 +303,9 @@ func (h *Handler) record(a *assembly, parent string) error {
 	var ev memory.Event
 	wait := h.store.Queue(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
+			return err
+		}
+		if err := w.Release(a.claim); err != nil {
 			return err
 		}
 		if ah != nil {
@@ -369,7 +391,7 @@ func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
 	}
 	// Only agent calls get here (other side calls have no slot), and
 	// lastTask takes their event's task.
-	ah.task = a.task
+	ah.writes.PutEventTask(a.task)
 	observes := rcm && a.observes()
 	ah.fill = func(p *memory.Pending, _ []*memory.Pending) error {
 		if err := saveLabels(p, a); err != nil || !observes {

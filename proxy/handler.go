@@ -112,7 +112,13 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 			return nil, err
 		}
 	}
-	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger})
+	opts := memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger}
+	var store *memory.Store
+	if cfg.Store != "" {
+		store, err = memory.OpenPostgres(cfg.Store, opts)
+	} else {
+		store, err = memory.Open(cfg.DB, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +140,8 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 		h.token = sum[:]
 	}
 	h.admin = h.inspector()
+	// Calls other replicas serve reach this one's inspector feed too.
+	store.Follow(func(session string, e memory.Event) { h.feed.Publish(inspector.Call{Session: session, Event: e}) })
 	return h, nil
 }
 

@@ -16,6 +16,7 @@ Usage:
   rcm inspect [SESSION] show a running rcm's sessions, tasks, records and decisions
                         (live in a browser: http://127.0.0.1:8787/rcm/)
   rcm store compact     shrink the store file to its live data (rcm serve stopped)
+  rcm store migrate     bring a PostgreSQL store's schema up to date (check: verify it)
   rcm version           print the version
 
 Point your harness's OpenAI-compatible base URL at http://127.0.0.1:8787/v1.

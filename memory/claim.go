@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -83,13 +84,23 @@ func (w *Tx) Release(c Claim) error {
 // Release ends c for a call that writes nothing.
 func (s *Store) Release(c Claim) {
 	p, ok := s.b.(*pgStore)
-	if !ok || c.id == 0 || p.check() != nil {
+	if !ok || c.id == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
-	defer cancel()
-	if _, err := p.pool.Exec(ctx, `DELETE FROM rcm_claims WHERE id = $1`, c.id); err != nil {
-		p.fail(err)
+	err := p.check()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
+		defer cancel()
+		if _, err = p.pool.Exec(ctx, `DELETE FROM rcm_claims WHERE id = $1`, c.id); err != nil {
+			p.fail(err)
+		}
+	}
+	if err != nil {
+		// The next claim ends it: left open, it would hold the
+		// session's calls on other replicas for their bound.
+		p.mu.Lock()
+		p.unreleased = append(p.unreleased, c.id)
+		p.mu.Unlock()
 	}
 }
 
@@ -111,7 +122,7 @@ func newReplica() ([]byte, int64) {
 func olderClaims(id string) string {
 	return `SELECT EXISTS (SELECT 1 FROM rcm_claims c WHERE c.session = $1 AND c.id < ` + id + ` AND c.nonce <> $2
 AND c.at > now() - interval '10 minutes'
-AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = c.pid
 	AND l.classid = ((c.live >> 32) & 4294967295)::oid AND l.objid = (c.live & 4294967295)::oid))`
 }
 
@@ -127,15 +138,27 @@ func (p *pgStore) claim(ctx context.Context, session string) (int64, bool, error
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
+	p.mu.Lock()
+	left := slices.Clone(p.unreleased)
+	p.mu.Unlock()
+	if len(left) > 0 {
+		b.Queue(`DELETE FROM rcm_claims WHERE id = ANY($1)`, left)
+	}
 	var id int64
 	var older bool
-	b.Queue(`INSERT INTO rcm_claims (session, nonce, live) VALUES ($1, $2, $3) RETURNING id`, session, p.replica, p.live).
+	b.Queue(`INSERT INTO rcm_claims (session, nonce, live, pid) VALUES ($1, $2, $3, $4) RETURNING id`, session, p.replica, p.live, p.pid.Load()).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&id) })
 	b.Queue(olderClaims("currval('rcm_claims_id_seq')"), session, p.replica).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&older) })
 	b.Queue(`COMMIT`)
 	if err := p.pool.SendBatch(ctx, b).Close(); err != nil {
 		return 0, false, p.fail(err)
+	}
+	if len(left) > 0 {
+		// Another claim may have ended some of them too.
+		p.mu.Lock()
+		p.unreleased = slices.DeleteFunc(p.unreleased, func(id int64) bool { return slices.Contains(left, id) })
+		p.mu.Unlock()
 	}
 	return id, older, nil
 }
@@ -168,14 +191,12 @@ func (s *Store) Follow(fn func(session string, e Event)) {
 func (p *pgStore) follow(cfg *pgx.ConnConfig) {
 	defer close(p.followed)
 	for {
-		err := p.listen(cfg)
+		// Its failures are the store's, which the calls meet and report.
+		p.listen(cfg)
 		select {
 		case <-p.stop:
 			return
 		case <-time.After(pgDownFor):
-		}
-		if err != nil {
-			p.fail(err)
 		}
 	}
 }
@@ -198,6 +219,8 @@ func (p *pgStore) listen(cfg *pgx.ConnConfig) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, p.live); err != nil {
 		return err
 	}
+	p.pid.Store(int32(conn.PgConn().PID()))
+	defer p.pid.Store(0)
 	if _, err := conn.Exec(ctx, `LISTEN `+feedChannel); err != nil {
 		return err
 	}
@@ -243,6 +266,7 @@ type followState struct {
 	// its liveness lock.
 	replica   []byte
 	live      int64
+	pid       atomic.Int32 // the backend holding live (0: none now)
 	onEvent   atomic.Pointer[func(string, Event)]
 	listening atomic.Bool // the liveness lock is held and events come
 }

@@ -53,6 +53,8 @@ type pgStore struct {
 	downTill time.Time // operations fail at once until then
 	logged   time.Time // the outage's last log line
 	outages  atomic.Uint64
+	// unreleased are claims whose release failed, ended by the next claim.
+	unreleased []int64
 
 	followState
 	// stop ends follow, which closes followed when it has returned.
@@ -150,6 +152,11 @@ func (s *pgStore) fail(err error) error {
 	}
 	now := time.Now()
 	s.mu.Lock()
+	if now.After(s.downTill) {
+		// The pool's other connections likely went with this one (a
+		// restart): new ones, rather than one failure per old one.
+		defer s.pool.Reset()
+	}
 	s.downTill = now.Add(pgDownFor)
 	log := now.Sub(s.logged) >= pgLogEvery
 	if log {

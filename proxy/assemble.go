@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -134,7 +135,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		a.fallback = FallbackSideCall
 		if err := h.rewriteCompaction(a); err != nil {
 			a.body, a.fallback = body, FallbackError
-			h.log.Warn("compaction rewrite failed, forwarding unchanged", "session", a.session, "err", err)
+			h.warn("compaction rewrite failed, forwarding unchanged", a.session, err)
 		}
 		return a
 	case t.Kind.Side():
@@ -152,7 +153,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 	}
 	if err := h.route(r, a); err != nil {
 		a.body, a.fallback, a.routed, a.plan = body, FallbackError, false, nil
-		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
+		h.warn("routing failed, forwarding unchanged", a.session, err)
 	}
 	return a
 }
@@ -194,6 +195,17 @@ func (h *Handler) waitReplicas(r *http.Request, a *assembly) {
 		h.metrics.observeWait(d, outcome)
 	}
 	a.claim = c
+}
+
+// warn logs a failure of the call's pipeline. One of an unreachable store
+// is only counted (rcm_store_unavailable_total): the store logs it once
+// per interval, and a log line per call would flood the log meanwhile.
+func (h *Handler) warn(msg, session string, err error) {
+	if errors.Is(err, memory.ErrUnavailable) {
+		h.metrics.add("rcm_store_unavailable_total", "Calls that found the store unreachable (served without it), by what they did.", 1, "op", msg)
+		return
+	}
+	h.log.Warn(msg, "session", session, "err", err)
 }
 
 // frozen is a record message and the turn it was placed before.
@@ -267,7 +279,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 		}()
 		if err := h.record(a, parent); err != nil {
 			h.store.Release(a.claim)
-			h.log.Warn("store update failed", "session", a.session, "err", err)
+			h.warn("store update failed", a.session, err)
 		}
 	}, h.after.Done)
 }
@@ -344,7 +356,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 	go func() {
 		defer h.after.Done()
 		if err := h.summarize(a); err != nil {
-			h.log.Warn("memory summary not stored", "session", a.session, "err", err)
+			h.warn("memory summary not stored", a.session, err)
 		}
 	}()
 	return nil

@@ -64,12 +64,14 @@ CREATE TABLE rcm_committed (
 
 -- Calls under way whose writes are still to commit, so that a session's
 -- next call on another replica waits for them (Store.Claim); live is the
--- advisory lock its process holds while it lives.
+-- advisory lock its store holds while it is open, pid the backend that held
+-- it then (a reconnection, or a restart of the server, ends older claims).
 CREATE TABLE rcm_claims (
 	id      bigserial PRIMARY KEY,
 	session text COLLATE "C" NOT NULL,
 	nonce   bytea NOT NULL,
 	live    bigint NOT NULL,
+	pid     integer NOT NULL,
 	at      timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX rcm_claims_session ON rcm_claims (session, id);

@@ -26,6 +26,8 @@ const (
 	pgReadTimeout    = 2 * time.Second
 	pgWriteTimeout   = 5 * time.Second
 	pgConnectTimeout = 2 * time.Second
+	// pgMaxConns is the pool's size unless the URL sets pool_max_conns.
+	pgMaxConns = 16
 	// pgDownFor is how long operations fail at once after the database
 	// could not be reached, before one tries again.
 	pgDownFor = time.Second
@@ -89,6 +91,11 @@ func pgConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > pgConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default (4 on a small machine) starves the calls'
+		// claims and reads behind the commits under load.
+		cfg.MaxConns = pgMaxConns
 	}
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}

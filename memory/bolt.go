@@ -69,29 +69,18 @@ func (r boltReader) session(id string) (Session, bool, error) {
 }
 
 func (r boltReader) labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
-	labels := make([]Label, len(fps))
-	found := make([]bool, len(fps))
 	b := r.sessionBucket(session, bucketLabels)
 	if b == nil {
-		return labels, found, nil
+		return make([]Label, len(fps)), make([]bool, len(fps)), nil
 	}
-	// Turns of a session share a handful of task and method names;
-	// interning them saves an allocation per label.
-	names := make(map[string]string, 8)
 	// One cursor for all lookups: Bucket.Get allocates a cursor each.
 	c := b.Cursor()
-	for i, fp := range fps {
-		k, raw := c.Seek(fp[:])
-		if !bytes.Equal(k, fp[:]) || raw == nil {
-			continue
+	return decodeLabels(fps, func(fp transcript.Fingerprint) []byte {
+		if k, raw := c.Seek(fp[:]); bytes.Equal(k, fp[:]) {
+			return raw
 		}
-		l, err := decodeLabel(raw, names)
-		if err != nil {
-			return nil, nil, fmt.Errorf("label %s: %w", fp, err)
-		}
-		labels[i], found[i] = l, true
-	}
-	return labels, found, nil
+		return nil
+	})
 }
 
 func (r boltReader) routed(session string) (map[string]int, error) {

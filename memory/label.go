@@ -36,6 +36,27 @@ func (s *Store) Labels(session string, fps []transcript.Fingerprint) (labels []L
 	return labels, found, nil
 }
 
+// decodeLabels decodes the label raw gives of each of fps (nil: none).
+func decodeLabels(fps []transcript.Fingerprint, raw func(transcript.Fingerprint) []byte) ([]Label, []bool, error) {
+	labels := make([]Label, len(fps))
+	found := make([]bool, len(fps))
+	// Turns of a session share a handful of task and method names;
+	// interning them saves an allocation per label.
+	names := make(map[string]string, 8)
+	for i, fp := range fps {
+		v := raw(fp)
+		if v == nil {
+			continue
+		}
+		l, err := decodeLabel(v, names)
+		if err != nil {
+			return nil, nil, fmt.Errorf("label %s: %w", fp, err)
+		}
+		labels[i], found[i] = l, true
+	}
+	return labels, found, nil
+}
+
 // PutLabels stores labels[i] for fps[i] of session. A
 // label already stored with Routed set is kept as it is; any other (or an
 // undecodable one) is replaced.

@@ -132,20 +132,7 @@ func (r *pgReader) labels(session string, fps []transcript.Fingerprint) ([]Label
 	if err != nil {
 		return nil, nil, err
 	}
-	labels, found := make([]Label, len(fps)), make([]bool, len(fps))
-	names := make(map[string]string, 8)
-	for i, fp := range fps {
-		raw, ok := sn.labels[fp]
-		if !ok {
-			continue
-		}
-		l, err := decodeLabel(raw, names)
-		if err != nil {
-			return nil, nil, fmt.Errorf("label %s: %w", fp, err)
-		}
-		labels[i], found[i] = l, true
-	}
-	return labels, found, nil
+	return decodeLabels(fps, func(fp transcript.Fingerprint) []byte { return sn.labels[fp] })
 }
 
 func (r *pgReader) routed(session string) (map[string]int, error) {

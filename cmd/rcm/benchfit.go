@@ -130,4 +130,3 @@ func synthetic(data string) ([]*fit.Session, error) {
 	}
 	return out, nil
 }
-

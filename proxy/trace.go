@@ -125,15 +125,25 @@ func (h *Handler) startTrace(r *http.Request, a *assembly, format transcript.For
 // traceUpstream opens the upstream call's span and hands its context to
 // the upstream in r's traceparent (r's headers are the upstream request's).
 func (h *Handler) traceUpstream(r *http.Request, a *assembly) {
+	if ctx := h.openUpstream(a, "POST", semconv.HTTPRequestMethodPost); ctx != nil {
+		r.Header.Del("tracestate")
+		propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+	}
+}
+
+// openUpstream opens the span of the call's exchange with the upstream,
+// named name, and returns its context (nil for an untraced call). A
+// WebSocket response's exchange is its frame and the events that answer
+// it, and its frame carries no traceparent.
+func (h *Handler) openUpstream(a *assembly, name string, attrs ...attribute.KeyValue) context.Context {
 	ct := a.trace
 	if ct == nil {
-		return
+		return nil
 	}
 	var ctx context.Context
-	ctx, ct.upstream = h.tracing.tracer.Start(ct.ctx, "POST", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(semconv.HTTPRequestMethodPost, semconv.ServerAddress(ct.server), semconv.ServerPort(ct.port)))
-	r.Header.Del("tracestate")
-	propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+	ctx, ct.upstream = h.tracing.tracer.Start(ct.ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append(attrs, semconv.ServerAddress(ct.server), semconv.ServerPort(ct.port))...))
+	return ctx
 }
 
 // tee returns the writer that receives a copy of the answer: the memory

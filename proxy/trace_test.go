@@ -255,7 +255,36 @@ func TestTracesWebSocket(t *testing.T) {
 			sAttr(sp, "rcm.format") != "openai-responses" || sAttr(sp, "rcm.mode") != "rcm" {
 			t.Errorf("call %d: trace %x, attributes %v", i, sp.TraceId, sp.Attributes)
 		}
+		// The exchange with the upstream: the response's frame and the
+		// events answering it, timed to its first event.
+		var up *tracepb.Span
+		for _, o := range rx.all() {
+			if bytes.Equal(o.ParentSpanId, sp.SpanId) && o.Name == "response.create" {
+				up = o
+			}
+		}
+		if up == nil || up.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+			t.Errorf("call %d: no upstream span of kind client: %v", i, up)
+		} else if !hasAttr(up, "gen_ai.response.time_to_first_chunk") {
+			t.Errorf("call %d: upstream span without its time to the first event: %v", i, up.Attributes)
+		}
 	}
+	// And in the histograms of what rcm adds and of the time to first byte.
+	body := string(metricsText(t, srv.URL))
+	for _, series := range []string{`rcm_added_latency_seconds_count{mode="rcm"} 2`, `rcm_upstream_ttfb_seconds_count{mode="rcm"} 2`} {
+		if !strings.Contains(body, series) {
+			t.Errorf("metrics lack %s", series)
+		}
+	}
+}
+
+func hasAttr(sp *tracepb.Span, key string) bool {
+	for _, kv := range sp.Attributes {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // receiver is an OTLP trace receiver over HTTP (protobuf) and gRPC.

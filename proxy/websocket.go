@@ -185,10 +185,14 @@ func (c *wsConn) rebuild(frame []byte) []byte {
 	a.sse = true // the tee holds the events as an event stream
 	a.clock.in = a.at
 	c.h.startTrace(c.r, a, transcript.OpenAIResponses, "/v1/responses", full)
+	c.h.openUpstream(a, "response.create")
 	a.events = a.tee(true)
 	c.mu.Lock()
 	c.pending = append(c.pending, a)
 	c.mu.Unlock()
+	// The frame goes upstream as this returns: the mark the added
+	// latency ends at and the time to the first event starts from.
+	a.clock.out.Store(time.Now().UnixNano())
 	return a.body
 }
 
@@ -221,6 +225,9 @@ func (c *wsConn) observe(msg []byte) {
 	var a *assembly
 	if len(c.pending) > 0 {
 		a = c.pending[0]
+	}
+	if a != nil {
+		a.clock.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	if a != nil && a.events != nil {
 		w := a.events

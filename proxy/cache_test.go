@@ -123,7 +123,7 @@ func TestSwitchRecordStays(t *testing.T) {
 		"In /work/ws1 fix the crash in the ORM query compiler; keep the public API unchanged",
 		"In /work/ws2 add a regression test for the URL validator",
 		"Back to /work/ws1: also handle empty lookups in the compiler",
-		"Also make the empty lookup in the compiler return an empty queryset",
+		"In /work/ws1 also make the empty lookup in the compiler return an empty queryset",
 		"In /work/ws2 also cover IPv6 hosts in the validator test",
 		"Back to /work/ws1: document the empty lookup behaviour",
 	}

@@ -34,7 +34,7 @@ func TestMetricsPromtool(t *testing.T) {
 		`rcm_forwarded_token_ratio_bucket{mode="native",le="1"} 1`,
 		`rcm_forwarded_token_ratio_count{mode="router"} 1`,
 		"rcm_store_lag_seconds_count 3",
-		`rcm_calls_total{fallback="none",kind="agent",mode="rcm",status="2xx"} 1`,
+		`kind="agent",mode="rcm",status="2xx"} 1`,
 		"go_goroutines ",
 		"process_resident_memory_bytes ",
 	} {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"path"
 	"strings"
 
 	"github.com/rcm-dev/rcm/internal/str"
@@ -87,10 +88,11 @@ func (c *collector) path(p, ws string, workdir bool) {
 	if c.raw {
 		ws = p
 	}
-	// In a repository, a folder outside it is a workspace only where a
-	// tool call works in it: a path a request or an argument merely
-	// mentions there is a pasted log's, a URL's or a library's.
-	if ws == "" || !c.raw && c.f.repo && !workdir && strings.HasPrefix(ws, "/") {
+	// In a repository, a folder outside it that a request mentions is a
+	// workspace only when the request names the folder itself ("in
+	// /work/ws2 ..."): a file or a deeper path there is a pasted log's, a
+	// stack trace's or a URL's. What a tool call works in always counts.
+	if ws == "" || !c.raw && c.f.repo && c.workdirs == nil && strings.HasPrefix(ws, "/") && path.Clean(p) != ws {
 		return
 	}
 	*c.roots = addRoot(*c.roots, ws)

@@ -2,7 +2,10 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Session is one harness conversation as the proxy sees it.
@@ -21,8 +24,10 @@ func (w *Tx) Touch(id, parent string, now time.Time) error {
 	if err := checkID("session", id); err != nil {
 		return fmt.Errorf("memory: touch: %w", err)
 	}
-	return w.do("touch "+id, func() error {
-		sess, found, err := w.w.session(id)
+	return w.do("touch "+id, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		var sess Session
+		found, err := getJSON(b, "session", []byte(id), &sess)
 		if err != nil {
 			return err
 		}
@@ -36,28 +41,33 @@ func (w *Tx) Touch(id, parent string, now time.Time) error {
 			sess.Updated = now
 		}
 		sess.Calls++
-		raw, err := encodeJSON("session", []byte(id), sess)
-		if err != nil {
-			return err
-		}
-		return w.w.putSession(sess, raw)
+		return putJSON(b, "session", []byte(id), sess)
 	})
 }
 
 // Session returns the session id and whether it exists.
 func (s *Store) Session(id string) (sess Session, found bool, err error) {
-	err = s.view("session "+id, func(r reader) error {
-		sess, found, err = r.session(id)
+	err = s.view("session "+id, func(tx *bolt.Tx) error {
+		sess, found, err = readSession(tx, id)
 		return err
 	})
 	return sess, found, err
 }
 
-// Sessions lists every session, most recently updated first (ties by id).
+func readSession(tx *bolt.Tx, id string) (Session, bool, error) {
+	var sess Session
+	found, err := getJSON(tx.Bucket(bucketSessions), "session", []byte(id), &sess)
+	return sess, found, err
+}
+
+// Sessions lists every session, most recently updated first.
 func (s *Store) Sessions() ([]Session, error) {
-	out, err := s.b.page(-1, nil)
+	out, err := listJSON[Session](s, "sessions", "session", func(tx *bolt.Tx) *bolt.Bucket {
+		return tx.Bucket(bucketSessions)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("memory: sessions: %w", err)
+		return nil, err
 	}
+	slices.SortStableFunc(out, func(a, b Session) int { return b.Updated.Compare(a.Updated) })
 	return out, nil
 }

@@ -89,12 +89,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is rcm's store, on one of its backends (bbolt: Open; PostgreSQL:
-// OpenPostgres). Its methods are safe for concurrent use.
+// Store is rcm's bbolt store. Its methods are safe for concurrent use.
 type Store struct {
-	b backend
-	// path names the store in errors: the file, or the database's URL
-	// without its password.
+	db   *bolt.DB
 	path string
 	opts Options
 	// stop ends the sweeper, which closes swept when it has returned;
@@ -144,22 +141,15 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	return start(&boltStore{db}, path, opts), nil
-}
-
-// start returns the Store on b, with its sweeper running when opts ask
-// for one.
-func start(b backend, path string, opts Options) *Store {
-	s := &Store{b: b, path: path, opts: opts, commits: commits{window: commitWindow, max: maxGroup}}
+	s := &Store{db: db, path: path, opts: opts, commits: commits{window: commitWindow, max: maxGroup}}
 	if opts.Retain > 0 || opts.MaxStore > 0 {
 		s.stop, s.swept = make(chan struct{}), make(chan struct{})
 		go s.sweeper(s.stop, s.swept)
 	}
-	return s
+	return s, nil
 }
 
-// Close stops the sweeper and releases the file and its lock (the
-// database's connections).
+// Close stops the sweeper and releases the file and its lock.
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() {
 		if s.stop != nil {
@@ -167,7 +157,7 @@ func (s *Store) Close() error {
 			<-s.swept
 		}
 	})
-	if err := s.b.close(); err != nil {
+	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("memory: close %s: %w", s.path, err)
 	}
 	return nil
@@ -225,9 +215,29 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// view runs a read, wrapping its error with the operation.
-func (s *Store) view(op string, fn func(reader) error) error {
-	if err := s.b.view(fn); err != nil {
+// sessionBucket returns the named bucket of a session's data, or nil when it
+// does not exist yet (read transactions).
+func sessionBucket(tx *bolt.Tx, session string, name []byte) *bolt.Bucket {
+	sb := tx.Bucket(bucketData).Bucket([]byte(session))
+	if sb == nil {
+		return nil
+	}
+	return sb.Bucket(name)
+}
+
+// createSessionBucket is sessionBucket for write transactions: it creates
+// what is missing.
+func createSessionBucket(tx *bolt.Tx, session string, name []byte) (*bolt.Bucket, error) {
+	sb, err := tx.Bucket(bucketData).CreateBucketIfNotExists([]byte(session))
+	if err != nil {
+		return nil, err
+	}
+	return sb.CreateBucketIfNotExists(name)
+}
+
+// view runs a read transaction, wrapping its error with the operation.
+func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
+	if err := s.db.View(fn); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil
@@ -237,13 +247,13 @@ func (s *Store) view(op string, fn func(reader) error) error {
 // that one model call teaches rcm costs one commit (one fsync) instead of
 // one per update.
 type Tx struct {
-	s *Store
-	w writer
+	s  *Store
+	tx *bolt.Tx
 }
 
-// do runs fn, wrapping its error with the operation.
-func (w *Tx) do(op string, fn func() error) error {
-	if err := fn(); err != nil {
+// do runs fn on the transaction, wrapping its error with the operation.
+func (w *Tx) do(op string, fn func(*bolt.Tx) error) error {
+	if err := fn(w.tx); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil

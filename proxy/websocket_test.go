@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,14 @@ func (u *wsUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case gjson.GetBytes(msg, "generate").Type == gjson.False:
 		case last.Get("role").Str == "user" && strings.Contains(last.Raw, "RUN:"):
-			output = fmt.Sprintf(`{"id":"ctc_%d","type":"custom_tool_call","status":"completed","call_id":"call_%d","name":"exec","input":"text(1)"}`, u.n, u.n)
+			// The command runs in the checkout the request names, as
+			// Codex's exec tool does: the agent works outside the
+			// repository it was opened in.
+			input := "text(1)"
+			if ws := wsDir.FindString(last.Raw); ws != "" {
+				input = `text(await tools.exec_command({cmd: \"git status\", workdir: \"` + ws + `\"}))`
+			}
+			output = fmt.Sprintf(`{"id":"ctc_%d","type":"custom_tool_call","status":"completed","call_id":"call_%d","name":"exec","input":"%s"}`, u.n, u.n, input)
 		default:
 			output = fmt.Sprintf(`{"id":"msg_%d","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"answer %d"}]}`, u.n, u.n)
 		}
@@ -67,6 +75,9 @@ func (u *wsUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.WriteMessage(websocket.TextMessage, []byte(`{"type":"response.completed","response":{"id":"`+id+`","output":[`+output+`],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":1}}}`))
 	}
 }
+
+// wsDir is a checkout a request names.
+var wsDir = regexp.MustCompile(`/work/ws[0-9]+`)
 
 func (u *wsUpstream) frame(t *testing.T, i int) []byte {
 	t.Helper()

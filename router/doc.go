@@ -37,9 +37,10 @@
 //     request or worked in, opens a task; one used by a single task routes
 //     to it. System directories (/usr, /dev, ...) count only when the
 //     working directory is under them (/tmp/x when the harness is in /tmp).
-//     In a repository a folder outside it that a request mentions counts
-//     only when the request names the folder itself, not a file or a
-//     deeper path in it (a pasted log's, a stack trace's, a URL's).
+//     In a repository a folder outside it that a request or a tool call
+//     merely mentions counts only once a tool call of the session has
+//     worked outside it (before that it is a pasted log's, a stack
+//     trace's, a URL's).
 //   - Harness artifacts: a message sent while the agent has not yet
 //     answered the previous request, a harness's own message (Claude
 //     Code's <command-name>, <local-command-stdout>, its caveat before

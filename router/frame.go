@@ -17,6 +17,18 @@ type frame struct {
 	// repo: cwd is a repository, so its folders are parts of one
 	// checkout, not checkouts of their own.
 	repo bool
+	// outside: in a repository, a tool call of the turns read so far
+	// works in a folder outside it, or an earlier turn was placed by its
+	// checkout (a label of method workspace). Until then, folders outside it
+	// that a request or a tool call merely mentions are no checkouts:
+	// they are a pasted log's, a stack trace's, a URL's or a library's.
+	outside bool
+}
+
+// checkout reports whether workspace ws, found in a request or a tool
+// call's path (not its working directory), counts as a checkout.
+func (f *frame) checkout(ws string) bool {
+	return !f.repo || f.outside || !strings.HasPrefix(ws, "/")
 }
 
 // harnessCWD is how each harness states its working directory in the

@@ -128,6 +128,9 @@ func (s *call) profiles(i int, q *query) []profile {
 			scan(str.Clip(seed, requestCap), &s.f, &collector{f: &s.f, terms: count, roots: &roots})
 			for _, r := range roots {
 				p.roots = addRoot(p.roots, r)
+				// A record's checkout is where its task's tool calls
+				// worked: outside a repository, the session works there.
+				s.f.outside = s.f.outside || s.f.repo && strings.HasPrefix(r, "/")
 			}
 			prof = append(prof, p)
 			continue

@@ -15,7 +15,7 @@ import (
 // Methods by which a decision was reached, cheapest first.
 const (
 	MethodTag       = "tag"       // explicit tag: X-RCM-Task or "[task: name]"
-	MethodWorkspace = "workspace" // the checkout the turn names or works in
+	MethodWorkspace = "workspace" // the checkout the turn names or works in (a new one opens a task)
 	MethodScored    = "scored"    // the fitted model over the request's features (score.go)
 	MethodFollowUp  = "followup"  // a harness's own message or an interruption continues the previous turn's task
 	MethodModel     = "model"     // the LLM classifier
@@ -135,6 +135,11 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 		s.noteTask(id)
 	}
 	last := len(t.Turns) - 1
+	// A turn the workspace placed shows the session works in checkouts:
+	// in a repository, outside it (see frame.outside).
+	for _, pr := range prior {
+		s.f.outside = s.f.outside || s.f.repo && pr.Known && pr.Method == MethodWorkspace
+	}
 	var p Plan
 	for i, tn := range t.Turns {
 		var d Decision
@@ -289,10 +294,10 @@ func (s *call) confidenceOf(task string, i int) float64 {
 // touch after. When the roots are shared by several tasks it returns them
 // as the candidates.
 func (s *call) workspace(sig signals, prof []profile) (d Decision, ok bool, only []string) {
-	strong := append(append([]string(nil), sig.named...), sig.workdirs...)
+	strong := append(slices.DeleteFunc(slices.Clone(sig.named), func(ws string) bool { return !s.f.checkout(ws) }), sig.workdirs...)
 	roots, conf := strong, confWorkspace
 	if len(roots) == 0 {
-		roots, conf = sig.touched, confTouched
+		roots, conf = slices.DeleteFunc(slices.Clone(sig.touched), func(ws string) bool { return !s.f.checkout(ws) }), confTouched
 	}
 	if len(roots) == 0 {
 		return Decision{}, false, nil
@@ -314,11 +319,11 @@ func (s *call) workspace(sig signals, prof []profile) (d Decision, ok bool, only
 	}
 	switch {
 	case fresh && len(only) == 0:
-		return one(s.newID(), confNew, MethodNew), true, nil
+		return one(s.newID(), confNew, MethodWorkspace), true, nil
 	case fresh:
 		// A new checkout beside known ones: most likely a new task that
 		// refers to another (or names an example path).
-		return one(s.newID(), confNewMixed, MethodNew), true, nil
+		return one(s.newID(), confNewMixed, MethodWorkspace), true, nil
 	case len(only) == 1:
 		return one(only[0], conf, MethodWorkspace), true, nil
 	case len(only) == len(prof):

@@ -74,7 +74,7 @@ func TestRouteSignals(t *testing.T) {
 		{"workspace as workdir", []chat.Message{chattest.User("Now run the tests."), chattest.ToolCall("x", "bash", map[string]string{"command": "ls", "workdir": "/work/ws2"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
 		{"cd in a tool call", turn("Run the full test module please and tell me what fails.", "cd /work/ws1 && python -m pytest"), Options{}, "t1", MethodWorkspace, false, []int{0, 2}},
 		{"read filePath", []chat.Message{chattest.User("Show me the changelist code again."), chattest.ToolCall("x", "read", map[string]string{"filePath": "/work/ws2/django/contrib/admin/views/main.py"})}, Options{}, "t2", MethodWorkspace, false, []int{1, 2}},
-		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodNew, false, []int{2}},
+		{"new checkout", turn("A new issue in /work/ws3: QuerySet.none() on combined queries returns everything."), Options{}, "t3", MethodWorkspace, false, []int{2}},
 		{"written tag", turn("[task: Auth-Fix] add a regression test for the validators"), Options{}, "auth-fix", MethodTag, false, []int{2}},
 		{"header tag wins", turn("[task: other] add a test"), Options{Task: "t1"}, "t1", MethodTag, false, []int{0, 2}},
 		{"follow-up", turn("yes please"), Options{}, "t2", MethodScored, false, []int{1, 2}},

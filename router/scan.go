@@ -226,11 +226,20 @@ func fileish(s string, at int, run string, f *frame, v visitor) {
 }
 
 // workdirBefore reports whether the path at s[at:] is a working directory:
-// the target of "cd" or the value of a "workdir"/"cwd" argument.
+// the target of "cd" or the value of a workdir, cwd or working_dir
+// argument (a JSON key, or a bare one in the JavaScript of Codex's exec
+// tool: `{cmd: "ls", workdir: "/work/ws1"}`).
 func workdirBefore(s string, at int) bool {
-	head := strings.TrimRight(s[max(0, at-16):at], ` "'=:`)
-	return strings.HasSuffix(head, "cd") || strings.HasSuffix(head, `"workdir`) ||
-		strings.HasSuffix(head, `"cwd`) || strings.HasSuffix(head, `"working_dir`)
+	head := strings.TrimRight(s[max(0, at-16):at], ` "'=:\`)
+	if strings.HasSuffix(head, "cd") {
+		return true
+	}
+	for _, key := range []string{"workdir", "cwd", "working_dir"} {
+		if rest, ok := strings.CutSuffix(head, key); ok && (rest == "" || !str.WordByte(rest[len(rest)-1])) {
+			return true
+		}
+	}
+	return false
 }
 
 func hashFile(s string) term {

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"path"
 	"strings"
 
 	"github.com/rcm-dev/rcm/internal/str"
@@ -88,12 +87,13 @@ func (c *collector) path(p, ws string, workdir bool) {
 	if c.raw {
 		ws = p
 	}
-	// In a repository, a folder outside it that a request mentions is a
-	// workspace only when the request names the folder itself ("in
-	// /work/ws2 ..."): a file or a deeper path there is a pasted log's, a
-	// stack trace's or a URL's. What a tool call works in always counts.
-	if ws == "" || !c.raw && c.f.repo && c.workdirs == nil && strings.HasPrefix(ws, "/") && path.Clean(p) != ws {
+	if ws == "" {
 		return
+	}
+	if !c.raw && c.f.repo && strings.HasPrefix(ws, "/") && workdir && c.workdirs != nil {
+		// The agent works outside the repository: its folders there are
+		// checkouts (see frame.outside).
+		c.f.outside = true
 	}
 	*c.roots = addRoot(*c.roots, ws)
 	if workdir && c.workdirs != nil {

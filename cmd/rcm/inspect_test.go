@@ -53,7 +53,7 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("inspect: %v\n%s", err, out)
 	}
-	for _, want := range []string{"session ses_inspect: 2 calls, 2 tasks", "== task t1 (turns: 1,", "fix the compiler crash", "== task t2 (turns: 1,", "routing decisions", "new     none"} {
+	for _, want := range []string{"session ses_inspect: 2 calls, 2 tasks", "== task t1 (turns: 1,", "fix the compiler crash", "== task t2 (turns: 1,", "routing decisions", "1.00  new        none", "0.95  workspace  none"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)
 		}

@@ -305,7 +305,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 		if ev != nil {
 			ev.end = &ending{format: a.format}
 			ev.delivered = func() {
-				if out.err == nil {
+				if out.failed() == nil {
 					complete()
 				}
 			}
@@ -319,14 +319,26 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, path string, b
 
 // flushed is the client's ResponseWriter as ReverseProxy writes an observed
 // answer to it: it keeps the outcome of the latest flush, which
-// ReverseProxy (flushing after every write) does not look at.
+// ReverseProxy (flushing after every write) does not look at. A flush may
+// come from ReverseProxy's latency timer, on a goroutine of its own.
 type flushed struct {
 	http.ResponseWriter
+	mu  sync.Mutex
 	err error
 }
 
 func (f *flushed) FlushError() error {
-	f.err = http.NewResponseController(f.ResponseWriter).Flush()
+	err := http.NewResponseController(f.ResponseWriter).Flush()
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+	return err
+}
+
+// failed reports the latest flush's error.
+func (f *flushed) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return f.err
 }
 

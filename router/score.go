@@ -67,7 +67,8 @@ type Coefficients struct {
 	Continue, Return, New [Features]float64
 }
 
-func (c *Coefficients) head(h string) *[Features]float64 {
+// Head returns the weights of head h (HeadContinue, HeadReturn or HeadNew).
+func (c *Coefficients) Head(h string) *[Features]float64 {
 	switch h {
 	case HeadContinue:
 		return &c.Continue
@@ -187,7 +188,7 @@ func (s *call) scored(i int, q *query, prof []profile, only []string) Decision {
 	best := Decision{Confidence: -1}
 	scores := make(map[string]float64, len(prof)+1)
 	consider := func(head, task string, x [Features]float64) {
-		p := Prob(w.head(head), &x)
+		p := Prob(w.Head(head), &x)
 		if s.explain {
 			s.cands = append(s.cands, Candidate{Head: head, Task: task, X: x, P: p})
 		}
@@ -350,6 +351,10 @@ var (
 		"снова", "опять", "もう一度", "还是", "又", "再"}
 )
 
+// denseBackWords point back inside a run of a spaceless script, where
+// no space sets them apart.
+var denseBackWords = []string{"这", "那", "它", "これ", "それ", "この", "その", "這"}
+
 func wordSet(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
@@ -402,7 +407,7 @@ func pointsBack(req string) bool {
 			return true
 		}
 		if r, _ := utf8.DecodeRuneInString(w); isDense(r) {
-			for _, b := range []string{"这", "那", "它", "これ", "それ", "この", "その", "這"} {
+			for _, b := range denseBackWords {
 				if strings.Contains(w, b) {
 					return true
 				}

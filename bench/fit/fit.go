@@ -142,19 +142,9 @@ func fitHeads(rows []Row, real []bool, lambda, synth float64) router.Coefficient
 			}
 			ws = append(ws, weighted{r, w})
 		}
-		*headOf(&c, head) = logistic(ws, lambda)
+		*c.Head(head) = logistic(ws, lambda)
 	}
 	return c
-}
-
-func headOf(c *router.Coefficients, h string) *[router.Features]float64 {
-	switch h {
-	case router.HeadContinue:
-		return &c.Continue
-	case router.HeadReturn:
-		return &c.Return
-	}
-	return &c.New
 }
 
 // folds splits the sessions' groups into k folds of about equal calls,

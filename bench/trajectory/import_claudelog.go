@@ -1,8 +1,6 @@
 package trajectory
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,13 +26,8 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 	var msgs []claudeMessage
 	var skips []Skip
 	cwd := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), len(b)+1)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	log := newJSONL(b)
+	for n, line := range log.lines() {
 		var e struct {
 			Type      string        `json:"type"`
 			Cwd       string        `json:"cwd"`
@@ -58,7 +51,7 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 			msgs = append(msgs, userLine(e.Message)...)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := log.err(); err != nil {
 		return nil, skips, fmt.Errorf("%s: %w", source, err)
 	}
 	tr, skips, err := claudeTrajectory(msgs, skips, source, task)

@@ -1,8 +1,6 @@
 package trajectory
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -44,13 +42,8 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 	var turn *chat.Turn
 	var asst *chat.Message
 	ids := map[string][]string{} // a call's id -> the ids of the calls it became
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), len(b)+1)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	log := newJSONL(b)
+	for n, line := range log.lines() {
 		var e struct {
 			Type    string    `json:"type"`
 			Payload codexItem `json:"payload"`
@@ -103,7 +96,7 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 			delete(ids, p.CallID)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := log.err(); err != nil {
 		return nil, skips, fmt.Errorf("%s: %w", source, err)
 	}
 	if len(tr.Turns) == 0 {

@@ -1,9 +1,12 @@
 package trajectory
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/rcm-dev/rcm/internal/chat"
@@ -137,3 +140,27 @@ func ValidateMessages(ms []chat.Message) error {
 	}
 	return nil
 }
+
+// jsonl reads a JSONL log (Claude Code's session, Codex's rollout) line by
+// line, for lines as long as the log.
+type jsonl struct{ sc *bufio.Scanner }
+
+func newJSONL(b []byte) *jsonl {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), len(b)+1)
+	return &jsonl{sc}
+}
+
+// lines yields each non-blank line, trimmed, with its number from 1.
+func (l *jsonl) lines() iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for n := 1; l.sc.Scan(); n++ {
+			if line := bytes.TrimSpace(l.sc.Bytes()); len(line) > 0 && !yield(n, line) {
+				return
+			}
+		}
+	}
+}
+
+// err is what stopped the reading, nil at the log's end.
+func (l *jsonl) err() error { return l.sc.Err() }

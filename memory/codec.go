@@ -25,39 +25,16 @@ func getJSON(b *bolt.Bucket, what string, key []byte, v any) (bool, error) {
 	return true, nil
 }
 
-// putJSON encodes v at key, secrets redacted: every JSON value of the store
+// encodeJSON encodes v, secrets redacted: every JSON value of the store
 // (sessions, tasks, records with their summaries, events) passes here, so
 // none holds a token a user pasted into a request or a command. The
 // redaction keeps the JSON valid (see package redact).
-func putJSON(b *bolt.Bucket, what string, key []byte, v any) error {
-	raw, err := encodeJSON(what, key, v)
-	if err != nil {
-		return err
-	}
-	return b.Put(key, raw)
-}
-
-// encodeJSON is v as putJSON stores it.
 func encodeJSON(what string, key []byte, v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: encode: %w", what, key, err)
 	}
 	return redact.Bytes(raw), nil
-}
-
-// listJSON decodes every value of the bucket that bucket picks (nil: none)
-// in key order, in one read transaction. The first undecodable value fails
-// the listing with an error naming its key.
-func listJSON[T any](s *Store, op, what string, bucket func(*bolt.Tx) *bolt.Bucket) (out []T, err error) {
-	err = s.view(op, func(tx *bolt.Tx) error {
-		out, err = readJSON[T](bucket(tx), what)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // readJSON decodes every value of b (nil: none).

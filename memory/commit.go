@@ -1,12 +1,11 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // commitWindow is how long writes that overlap a commit under way gather
@@ -36,7 +35,7 @@ type commits struct {
 
 // group is the writes of one commit, in order.
 type group struct {
-	fns   []func(*bolt.Tx) error
+	fns   []func(writer) error
 	errs  []error // each write's outcome, set before done is closed
 	due   bool    // its window has passed, or it is full
 	timer *time.Timer
@@ -67,7 +66,7 @@ func (s *Store) Queue(fn func(*Tx) error) (wait func() error) {
 		}
 	}
 	i := len(g.fns)
-	g.fns = append(g.fns, func(tx *bolt.Tx) error { return fn(&Tx{s: s, tx: tx}) })
+	g.fns = append(g.fns, func(w writer) error { return fn(&Tx{s: s, w: w}) })
 	if !start && len(g.fns) >= c.max && !g.due {
 		g.timer.Stop()
 		start = c.ripen(g)
@@ -144,17 +143,20 @@ func (s *Store) run(g *group) {
 		left[i] = i
 	}
 	for len(left) > 0 {
-		failed := -1
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		var failed int
+		err := s.b.update(func(w writer) error {
+			failed = -1 // the backend may run the whole again
 			for j, i := range left {
-				if err := safely(g.fns[i], tx); err != nil {
+				if err := safely(g.fns[i], w); err != nil {
 					failed = j
 					return err
 				}
 			}
 			return nil
 		})
-		if failed < 0 { // all ran: err is the commit's
+		if failed < 0 || errors.Is(err, ErrUnavailable) {
+			// All ran (err is the commit's), or the store cannot be
+			// reached: running the others again would fail alike.
 			for _, i := range left {
 				g.errs[i] = err
 			}
@@ -170,11 +172,11 @@ type panicked struct{ reason any }
 
 func (p panicked) Error() string { return fmt.Sprintf("panic: %v", p.reason) }
 
-func safely(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+func safely(fn func(writer) error, w writer) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = panicked{p}
 		}
 	}()
-	return fn(tx)
+	return fn(w)
 }

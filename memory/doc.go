@@ -1,5 +1,8 @@
-// Package memory owns rcm's persistent state: one bbolt file holding the
-// sessions the proxy has seen, the task label of every turn (keyed by session
+// Package memory owns rcm's persistent state, on one of two backends behind
+// one interface (backend.go): a bbolt file that one process holds (Open,
+// the default), or a PostgreSQL database that any number of rcm replicas
+// share (OpenPostgres, pgx and its pool). Either holds the sessions the
+// proxy has seen, the task label of every turn (keyed by session
 // and transcript.Fingerprint), each session's tasks, the per-task state
 // records M_z, and an append-only, bounded log of calls and their routing
 // decisions (events) for the inspector (each with the call's details: a few
@@ -18,17 +21,45 @@
 // model (go-openai, the only HTTP here, off the request path) for a terse
 // progress summary. It never serves HTTP.
 //
-// Layout (schema version 1): a "meta" bucket with the schema version, a
+// Store, View and Tx hold what both backends share: the commit order
+// (Queue), reads through Pending writes, id checks, encodings and
+// redaction; each backend stores the same bytes (JSON redacted, labels in
+// their binary codec) and returns them, so that the same writes read the
+// same on both (the conformance tests, eachStore, run on both).
+//
+// bbolt layout (schema version 1): a "meta" bucket with the schema version, a
 // "sessions" bucket (session id -> Session as JSON) and a "data" bucket with
 // one nested bucket per session, which holds "labels" (fingerprint -> compact
 // binary Label), "tasks" and "records" (task id -> JSON) and "events"
 // (big-endian sequence -> JSON), and the key "committed": the id of the
 // latest Pending a committed transaction made (Tx.Commits).
 //
+// PostgreSQL layout: versioned migrations embedded in the binary
+// (migrations/NNNN_name.sql), applied by OpenPostgres and Migrate under an
+// advisory lock, one replica at a time; a table per bucket (rcm_sessions,
+// indexed by last use for the inspector's pages and the sweep; rcm_labels,
+// rcm_tasks, rcm_records, rcm_frozen, rcm_events keyed by session), the
+// committed mark per process (rcm_committed), and rcm_claims. A write
+// transaction takes the advisory lock of each session it writes before
+// writing it (only if free; a busy one runs the transaction again with it
+// taken first, in key order, so replicas never wait in a cycle): a
+// session's writes commit one after the other whichever replica makes
+// them. What a call routes on is one statement per session (one snapshot).
+// A call claims its session (Store.Claim) and waits, at most a bound, for
+// the writes of the calls other replicas claimed before it, which it
+// cannot read ahead of their commit; claims end in the call's write
+// transaction, or with the liveness lock of their store's listening
+// connection (a killed process, a restarted server). That connection also
+// LISTENs for the events other replicas commit (Follow). An unreachable
+// database fails operations at once for 1 s after each failure
+// (ErrUnavailable), logged once per 10 s and counted (Outages); the pool
+// reconnects by itself. The sweep runs on one replica at a time.
+//
 // Caveats:
 //   - bbolt holds an exclusive file lock, so one process at a time opens a
 //     store; a second gets ErrLocked after Options.Timeout instead of hanging.
 //     Tools such as an inspector must ask the running proxy, not the file.
+//     Several replicas need PostgreSQL.
 //   - Byte slices handed out by bbolt are valid only inside their
 //     transaction. Every read here decodes (and so copies) what it keeps
 //     before the transaction ends; code added to this package must do the
@@ -42,6 +73,9 @@
 //     argument.
 //     A write returns after the data is on disk; a crash (even kill -9)
 //     loses at most the writes still in flight and never corrupts the file.
+//     On PostgreSQL a group is one transaction; when the database cannot
+//     be reached, the group's writes fail together (they are lost: the
+//     calls were served, their records miss them).
 //   - Secrets are never stored: every JSON value and frozen message passes
 //     package redact on its way into the file, and Message renders records
 //     redacted.
@@ -51,7 +85,9 @@
 //     live data exceeds MaxStore, each with everything keyed by it. bbolt
 //     reuses the freed pages but never shrinks the file; Compact (rcm store
 //     compact, with no proxy running) copies the live data into a new file
-//     and renames it over the old one.
+//     and renames it over the old one. PostgreSQL measures the bytes of a
+//     session's rows (not the table files: VACUUM gives space back) and
+//     sweeps on one replica at a time (an advisory lock).
 //   - A task keeps at most maxRequirements requirements: the first
 //     keepFirst and the latest; Record.Omitted counts the cut ones and the
 //     rendered record says so.

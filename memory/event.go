@@ -4,10 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Event is one model call of a session and what rcm did to it, kept for
@@ -60,62 +57,20 @@ func (w *Tx) AppendEvent(session string, e *Event) error {
 	if err := checkID("session", session); err != nil {
 		return fmt.Errorf("memory: append event: %w", err)
 	}
-	max := uint64(w.s.opts.MaxEvents)
-	return w.do("append event "+session, func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucketEvents)
-		if err != nil {
-			return err
-		}
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
-		}
-		e.Seq = seq
-		key := binary.BigEndian.AppendUint64(nil, seq)
-		if err := putJSON(b, "event", key, e); err != nil {
-			return err
-		}
-		// Keys are sequence numbers deleted only from the front, so the
-		// log holds the keys first..seq: drop those below seq-max+1.
-		if seq <= max {
-			return nil
-		}
-		keep := seq - max + 1
-		c := b.Cursor()
-		// A key that is not a sequence number (bad data) stops the trim.
-		for k, _ := c.First(); len(k) == 8 && binary.BigEndian.Uint64(k) < keep; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
+	return w.do("append event "+session, func() error {
+		return w.w.appendEvent(session, uint64(w.s.opts.MaxEvents), func(seq uint64) ([]byte, error) {
+			e.Seq = seq
+			return encodeJSON("event", binary.BigEndian.AppendUint64(nil, seq), e)
+		})
 	})
 }
 
 // Events returns the last limit events of session (all when limit <= 0),
 // oldest first.
 func (s *Store) Events(session string, limit int) (out []Event, err error) {
-	err = s.view("events "+session, func(tx *bolt.Tx) error {
-		out, err = readEvents(tx, session, limit)
+	err = s.view("events "+session, func(r reader) error {
+		out, err = r.events(session, limit)
 		return err
 	})
 	return out, err
-}
-
-func readEvents(tx *bolt.Tx, session string, limit int) ([]Event, error) {
-	var out []Event
-	b := sessionBucket(tx, session, bucketEvents)
-	if b == nil {
-		return nil, nil
-	}
-	c := b.Cursor()
-	for k, raw := c.Last(); k != nil && (limit <= 0 || len(out) < limit); k, raw = c.Prev() {
-		var e Event
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("event %x: corrupt value: %w", k, err)
-		}
-		out = append(out, e)
-	}
-	slices.Reverse(out)
-	return out, nil
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -26,10 +24,10 @@ type Label struct {
 }
 
 // Labels returns the stored label of each fingerprint of session, and
-// whether it was found, in one read transaction.
+// whether it was found, in one read.
 func (s *Store) Labels(session string, fps []transcript.Fingerprint) (labels []Label, found []bool, err error) {
-	err = s.view("labels "+session, func(tx *bolt.Tx) error {
-		labels, found, err = readLabels(tx, session, fps)
+	err = s.view("labels "+session, func(r reader) error {
+		labels, found, err = r.labels(session, fps)
 		return err
 	})
 	if err != nil {
@@ -38,24 +36,19 @@ func (s *Store) Labels(session string, fps []transcript.Fingerprint) (labels []L
 	return labels, found, nil
 }
 
-func readLabels(tx *bolt.Tx, session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
+// decodeLabels decodes the label raw gives of each of fps (nil: none).
+func decodeLabels(fps []transcript.Fingerprint, raw func(transcript.Fingerprint) []byte) ([]Label, []bool, error) {
 	labels := make([]Label, len(fps))
 	found := make([]bool, len(fps))
-	b := sessionBucket(tx, session, bucketLabels)
-	if b == nil {
-		return labels, found, nil
-	}
 	// Turns of a session share a handful of task and method names;
 	// interning them saves an allocation per label.
 	names := make(map[string]string, 8)
-	// One cursor for all lookups: Bucket.Get allocates a cursor each.
-	c := b.Cursor()
 	for i, fp := range fps {
-		k, raw := c.Seek(fp[:])
-		if !bytes.Equal(k, fp[:]) || raw == nil {
+		v := raw(fp)
+		if v == nil {
 			continue
 		}
-		l, err := decodeLabel(raw, names)
+		l, err := decodeLabel(v, names)
 		if err != nil {
 			return nil, nil, fmt.Errorf("label %s: %w", fp, err)
 		}
@@ -90,23 +83,13 @@ func (w *Tx) PutLabels(session string, fps []transcript.Fingerprint, labels []La
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(fps[a][:], fps[b][:]) })
-	return w.do("put labels "+session, func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucketLabels)
-		if err != nil {
-			return err
-		}
-		for _, i := range order {
-			fp := fps[i]
-			if old := b.Get(fp[:]); old != nil && labelRouted(old) {
-				continue
-			}
-			if err := b.Put(fp[:], vals[i]); err != nil {
-				return fmt.Errorf("label %s: %w", fp, err)
-			}
-		}
-		return nil
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(fps[a][:], fps[b][:]) })
+	sorted := make([]transcript.Fingerprint, len(order))
+	svals := make([][]byte, len(order))
+	for j, i := range order {
+		sorted[j], svals[j] = fps[i], vals[i]
+	}
+	return w.do("put labels "+session, func() error { return w.w.putLabels(session, sorted, svals) })
 }
 
 // Label encoding, version 1:

@@ -17,94 +17,100 @@ import (
 func fp(i int) transcript.Fingerprint { return transcript.Fingerprint{0xfe, byte(i >> 8), byte(i)} }
 
 func TestLabelsRoundTrip(t *testing.T) {
-	s := openTest(t, Options{})
-	at := time.Date(2025, 3, 1, 12, 0, 0, 123, time.UTC)
-	fps := []transcript.Fingerprint{fp(1), fp(2), fp(3)}
-	in := []Label{
-		{Task: "t1", Confidence: 0.93, Method: "lexical", Routed: true, At: at},
-		{Task: "t2", Confidence: 0.5, Method: "signal"},
-		{Task: "", Confidence: 0, Method: ""},
-	}
-	if err := s.putLabels("s", fps, in); err != nil {
-		t.Fatal(err)
-	}
-	got, found, err := s.Labels("s", []transcript.Fingerprint{fp(3), fp(9), fp(1), fp(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []bool{true, false, true, true}; !reflect.DeepEqual(found, want) {
-		t.Fatalf("found = %v, want %v", found, want)
-	}
-	want := []Label{in[2], {}, in[0], in[1]}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("labels = %+v\nwant %+v", got, want)
-	}
-	// Another session's labels and an unknown session are separate.
-	got, found, err = s.Labels("other", fps)
-	if err != nil || len(got) != 3 || found[0] || found[1] || found[2] {
-		t.Errorf("unknown session: %+v %v %v", got, found, err)
-	}
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		at := time.Date(2025, 3, 1, 12, 0, 0, 123, time.UTC)
+		fps := []transcript.Fingerprint{fp(1), fp(2), fp(3)}
+		in := []Label{
+			{Task: "t1", Confidence: 0.93, Method: "lexical", Routed: true, At: at},
+			{Task: "t2", Confidence: 0.5, Method: "signal"},
+			{Task: "", Confidence: 0, Method: ""},
+		}
+		if err := s.putLabels("s", fps, in); err != nil {
+			t.Fatal(err)
+		}
+		got, found, err := s.Labels("s", []transcript.Fingerprint{fp(3), fp(9), fp(1), fp(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{true, false, true, true}; !reflect.DeepEqual(found, want) {
+			t.Fatalf("found = %v, want %v", found, want)
+		}
+		want := []Label{in[2], {}, in[0], in[1]}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("labels = %+v\nwant %+v", got, want)
+		}
+		// Another session's labels and an unknown session are separate.
+		got, found, err = s.Labels("other", fps)
+		if err != nil || len(got) != 3 || found[0] || found[1] || found[2] {
+			t.Errorf("unknown session: %+v %v %v", got, found, err)
+		}
+	})
 }
 
 func TestPutLabelsRejects(t *testing.T) {
-	s := openTest(t, Options{})
-	cases := map[string]struct {
-		session string
-		fps     []transcript.Fingerprint
-		labels  []Label
-	}{
-		"length mismatch": {"s", []transcript.Fingerprint{fp(1)}, nil},
-		"empty session":   {"", nil, nil},
-		"long session":    {strings.Repeat("x", maxIDLen+1), nil, nil},
-		"NaN confidence":  {"s", []transcript.Fingerprint{fp(1)}, []Label{{Confidence: math.NaN()}}},
-		"confidence > 1":  {"s", []transcript.Fingerprint{fp(1)}, []Label{{Confidence: 1.5}}},
-		"time too late":   {"s", []transcript.Fingerprint{fp(1)}, []Label{{At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
-	}
-	for name, c := range cases {
-		if err := s.putLabels(c.session, c.fps, c.labels); err == nil {
-			t.Errorf("%s: PutLabels succeeded", name)
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		cases := map[string]struct {
+			session string
+			fps     []transcript.Fingerprint
+			labels  []Label
+		}{
+			"length mismatch": {"s", []transcript.Fingerprint{fp(1)}, nil},
+			"empty session":   {"", nil, nil},
+			"long session":    {strings.Repeat("x", maxIDLen+1), nil, nil},
+			"NaN confidence":  {"s", []transcript.Fingerprint{fp(1)}, []Label{{Confidence: math.NaN()}}},
+			"confidence > 1":  {"s", []transcript.Fingerprint{fp(1)}, []Label{{Confidence: 1.5}}},
+			"time too late":   {"s", []transcript.Fingerprint{fp(1)}, []Label{{At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 		}
-	}
-	if _, found, _ := s.Labels("s", []transcript.Fingerprint{fp(1)}); found[0] {
-		t.Error("a rejected label was stored")
-	}
+		for name, c := range cases {
+			if err := s.putLabels(c.session, c.fps, c.labels); err == nil {
+				t.Errorf("%s: PutLabels succeeded", name)
+			}
+		}
+		if _, found, _ := s.Labels("s", []transcript.Fingerprint{fp(1)}); found[0] {
+			t.Error("a rejected label was stored")
+		}
+	})
 }
 
 func TestRoutedLabelsNeverChange(t *testing.T) {
-	s := openTest(t, Options{})
-	fps := []transcript.Fingerprint{fp(1), fp(2)}
-	first := []Label{
-		{Task: "t1", Confidence: 0.9, Method: "lexical", Routed: true},
-		{Task: "t1", Confidence: 0.4, Method: "lexical"}, // fallback
-	}
-	if err := s.putLabels("s", fps, first); err != nil {
-		t.Fatal(err)
-	}
-	second := []Label{
-		{Task: "t2", Confidence: 0.99, Method: "llm", Routed: true},
-		{Task: "t2", Confidence: 0.95, Method: "signal", Routed: true},
-	}
-	if err := s.putLabels("s", fps, second); err != nil {
-		t.Fatal(err)
-	}
-	// A routed label may not even be demoted to a fallback one.
-	third := []Label{{Task: "t3"}, {Task: "t3"}}
-	if err := s.putLabels("s", fps, third); err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := s.Labels("s", fps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []Label{first[0], second[1]}; !reflect.DeepEqual(got, want) {
-		t.Errorf("labels = %+v\nwant %+v", got, want)
-	}
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		fps := []transcript.Fingerprint{fp(1), fp(2)}
+		first := []Label{
+			{Task: "t1", Confidence: 0.9, Method: "lexical", Routed: true},
+			{Task: "t1", Confidence: 0.4, Method: "lexical"}, // fallback
+		}
+		if err := s.putLabels("s", fps, first); err != nil {
+			t.Fatal(err)
+		}
+		second := []Label{
+			{Task: "t2", Confidence: 0.99, Method: "llm", Routed: true},
+			{Task: "t2", Confidence: 0.95, Method: "signal", Routed: true},
+		}
+		if err := s.putLabels("s", fps, second); err != nil {
+			t.Fatal(err)
+		}
+		// A routed label may not even be demoted to a fallback one.
+		third := []Label{{Task: "t3"}, {Task: "t3"}}
+		if err := s.putLabels("s", fps, third); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := s.Labels("s", fps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []Label{first[0], second[1]}; !reflect.DeepEqual(got, want) {
+			t.Errorf("labels = %+v\nwant %+v", got, want)
+		}
+	})
 }
 
 func putRaw(t *testing.T, s *Store, session string, bucket, key, val []byte) {
 	t.Helper()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucket)
+	err := s.b.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+		b, err := boltWriter{boltReader{tx}}.createSessionBucket(session, bucket)
 		if err != nil {
 			return err
 		}

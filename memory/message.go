@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"html"
@@ -9,7 +8,6 @@ import (
 	"github.com/rcm-dev/rcm/internal/str"
 	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/transcript"
-	bolt "go.etcd.io/bbolt"
 )
 
 // preface is the first line of the memory message: it tells the model what
@@ -76,27 +74,11 @@ func frozenKey(task string, fp transcript.Fingerprint) []byte {
 // read: msgs[i] and found[i] (whether there is one) are those of the turn
 // fps[i].
 func (s *Store) FrozenAt(session, task string, fps []transcript.Fingerprint) (msgs [][]byte, found []bool, err error) {
-	msgs, found = make([][]byte, len(fps)), make([]bool, len(fps))
-	err = s.view("frozen "+session+"/"+task, func(tx *bolt.Tx) error {
-		b := sessionBucket(tx, session, bucketFrozen)
-		if b == nil {
-			return nil
-		}
-		for i, fp := range fps {
-			msgs[i], found[i] = frozenValue(b.Get(frozenKey(task, fp)))
-		}
-		return nil
+	err = s.view("frozen "+session+"/"+task, func(r reader) error {
+		msgs, found, err = r.frozenAt(session, task, fps)
+		return err
 	})
 	return msgs, found, err
-}
-
-// frozenValue is the message of a stored frozen value (after its sequence
-// number), copied: v is valid only inside the transaction.
-func frozenValue(v []byte) ([]byte, bool) {
-	if len(v) < 8 {
-		return nil, false
-	}
-	return bytes.Clone(v[8:]), true
 }
 
 // PutFrozen freezes msg as the memory message of the turn fp of task. The
@@ -110,60 +92,9 @@ func (w *Tx) PutFrozen(session, task string, fp transcript.Fingerprint, msg []by
 	if err := checkID("task", task); err != nil {
 		return fmt.Errorf("memory: put frozen: %w", err)
 	}
-	return w.do("put frozen "+session+"/"+task, func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucketFrozen)
-		if err != nil {
-			return err
-		}
-		key := frozenKey(task, fp)
-		if b.Get(key) != nil {
-			return nil
-		}
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
-		}
-		// Message already redacts, so this changes nothing for the proxy
-		// (every call of a turn still forwards the same bytes); it keeps
-		// any other caller's secrets out of the file.
-		msg := redact.Bytes(msg)
-		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(msg)), seq)
-		if err := b.Put(key, append(v, msg...)); err != nil {
-			return err
-		}
-		return pruneFrozen(b, key[:len(key)-len(fp)])
-	})
-}
-
-// pruneFrozen deletes all but the maxFrozen newest entries under prefix.
-func pruneFrozen(b *bolt.Bucket, prefix []byte) error {
-	type entry struct {
-		key []byte
-		seq uint64
-	}
-	var es []entry
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(k) != len(prefix)+len(transcript.Fingerprint{}) {
-			continue
-		}
-		var seq uint64 // an entry too short to hold one is the oldest
-		if len(v) >= 8 {
-			seq = binary.BigEndian.Uint64(v)
-		}
-		es = append(es, entry{bytes.Clone(k), seq})
-	}
-	for len(es) > maxFrozen {
-		oldest := 0
-		for i, e := range es {
-			if e.seq < es[oldest].seq {
-				oldest = i
-			}
-		}
-		if err := b.Delete(es[oldest].key); err != nil {
-			return err
-		}
-		es = append(es[:oldest], es[oldest+1:]...)
-	}
-	return nil
+	// Message already redacts, so this changes nothing for the proxy
+	// (every call of a turn still forwards the same bytes); it keeps any
+	// other caller's secrets out of the store.
+	msg = redact.Bytes(msg)
+	return w.do("put frozen "+session+"/"+task, func() error { return w.w.putFrozen(session, task, fp, msg) })
 }

@@ -70,89 +70,93 @@ func TestMessageBounded(t *testing.T) {
 }
 
 func TestFrozen(t *testing.T) {
-	s := openTest(t, Options{})
-	fpA := transcript.Fingerprint{1}
-	if _, ok, err := s.frozen("s1", "t1", fpA); ok || err != nil {
-		t.Fatalf("empty store: %v %v", ok, err)
-	}
-	if err := s.putFrozen("s1", "t1", fpA, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	// A racing call of the same turn does not replace what was frozen.
-	if err := s.putFrozen("s1", "t1", fpA, []byte("second")); err != nil {
-		t.Fatal(err)
-	}
-	if msg, ok, err := s.frozen("s1", "t1", fpA); !ok || err != nil || string(msg) != "first" {
-		t.Errorf("Frozen = %q %v %v, want first", msg, ok, err)
-	}
-	// FrozenAt reads several turns at once; an empty message (a place left
-	// empty on purpose) is found.
-	if err := s.putFrozen("s1", "t1", transcript.Fingerprint{0xee}, []byte{}); err != nil {
-		t.Fatal(err)
-	}
-	msgs, found, err := s.FrozenAt("s1", "t1", []transcript.Fingerprint{fpA, {0xee}, {0xef}})
-	if err != nil || !found[0] || !found[1] || found[2] || string(msgs[0]) != "first" || len(msgs[1]) != 0 || msgs[2] != nil {
-		t.Errorf("FrozenAt = %q %v %v", msgs, found, err)
-	}
-	// Other sessions and tasks (also one whose id extends this one's) are apart.
-	for _, k := range [][2]string{{"s2", "t1"}, {"s1", "t"}, {"s1", "t1\x00"}} {
-		if _, ok, _ := s.frozen(k[0], k[1], fpA); ok {
-			t.Errorf("%q sees s1/t1's message", k)
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		fpA := transcript.Fingerprint{1}
+		if _, ok, err := s.frozen("s1", "t1", fpA); ok || err != nil {
+			t.Fatalf("empty store: %v %v", ok, err)
 		}
-	}
-	// Each task keeps the latest maxFrozen turns.
-	last := maxFrozen + 6
-	for i := 2; i <= last; i++ {
-		if err := s.putFrozen("s1", "t1", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+		if err := s.putFrozen("s1", "t1", fpA, []byte("first")); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.putFrozen("s1", "t", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+		// A racing call of the same turn does not replace what was frozen.
+		if err := s.putFrozen("s1", "t1", fpA, []byte("second")); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for i := 1; i <= last; i++ {
-		msg, ok, err := s.frozen("s1", "t1", transcript.Fingerprint{byte(i)})
-		if err != nil {
+		if msg, ok, err := s.frozen("s1", "t1", fpA); !ok || err != nil || string(msg) != "first" {
+			t.Errorf("Frozen = %q %v %v, want first", msg, ok, err)
+		}
+		// FrozenAt reads several turns at once; an empty message (a place left
+		// empty on purpose) is found.
+		if err := s.putFrozen("s1", "t1", transcript.Fingerprint{0xee}, []byte{}); err != nil {
 			t.Fatal(err)
 		}
-		if want := i > last-maxFrozen; ok != want || ok && msg[0] != byte(i) {
-			t.Errorf("turn %d: kept %v (%q), want %v", i, ok, msg, want)
+		msgs, found, err := s.FrozenAt("s1", "t1", []transcript.Fingerprint{fpA, {0xee}, {0xef}})
+		if err != nil || !found[0] || !found[1] || found[2] || string(msgs[0]) != "first" || len(msgs[1]) != 0 || msgs[2] != nil {
+			t.Errorf("FrozenAt = %q %v %v", msgs, found, err)
 		}
-	}
-	if _, ok, _ := s.frozen("s1", "t", transcript.Fingerprint{byte(last)}); !ok {
-		t.Error("task t lost its latest frozen message to t1's pruning")
-	}
-	if err := s.putFrozen("", "t1", fpA, nil); err == nil {
-		t.Error("empty session accepted")
-	}
-	if err := s.putFrozen("s1", "", fpA, nil); err == nil {
-		t.Error("empty task accepted")
-	}
+		// Other sessions and tasks (also one whose id extends this one's) are apart.
+		for _, k := range [][2]string{{"s2", "t1"}, {"s1", "t"}, {"s1", "t1\x00"}} {
+			if _, ok, _ := s.frozen(k[0], k[1], fpA); ok {
+				t.Errorf("%q sees s1/t1's message", k)
+			}
+		}
+		// Each task keeps the latest maxFrozen turns.
+		last := maxFrozen + 6
+		for i := 2; i <= last; i++ {
+			if err := s.putFrozen("s1", "t1", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.putFrozen("s1", "t", transcript.Fingerprint{byte(i)}, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i <= last; i++ {
+			msg, ok, err := s.frozen("s1", "t1", transcript.Fingerprint{byte(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i > last-maxFrozen; ok != want || ok && msg[0] != byte(i) {
+				t.Errorf("turn %d: kept %v (%q), want %v", i, ok, msg, want)
+			}
+		}
+		if _, ok, _ := s.frozen("s1", "t", transcript.Fingerprint{byte(last)}); !ok {
+			t.Error("task t lost its latest frozen message to t1's pruning")
+		}
+		if err := s.putFrozen("", "t1", fpA, nil); err == nil {
+			t.Error("empty session accepted")
+		}
+		if err := s.putFrozen("s1", "", fpA, nil); err == nil {
+			t.Error("empty task accepted")
+		}
+	})
 }
 
 func TestFrozenConcurrent(t *testing.T) {
-	s := openTest(t, Options{})
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range maxFrozen + 4 {
-				fp := transcript.Fingerprint{byte(j)}
-				if err := s.putFrozen("s", "t", fp, []byte{byte(i)}); err != nil {
-					t.Error(err)
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range maxFrozen + 4 {
+					fp := transcript.Fingerprint{byte(j)}
+					if err := s.putFrozen("s", "t", fp, []byte{byte(i)}); err != nil {
+						t.Error(err)
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	n := 0
-	for j := range maxFrozen + 4 {
-		if _, ok, _ := s.frozen("s", "t", transcript.Fingerprint{byte(j)}); ok {
-			n++
+			}()
 		}
-	}
-	if n != maxFrozen {
-		t.Errorf("%d frozen messages kept, want %d", n, maxFrozen)
-	}
+		wg.Wait()
+		n := 0
+		for j := range maxFrozen + 4 {
+			if _, ok, _ := s.frozen("s", "t", transcript.Fingerprint{byte(j)}); ok {
+				n++
+			}
+		}
+		if n != maxFrozen {
+			t.Errorf("%d frozen messages kept, want %d", n, maxFrozen)
+		}
+	})
 }

@@ -5,12 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // DefaultPageSize is the number of sessions a page holds when the caller
@@ -27,8 +24,9 @@ var ErrCursor = errors.New("bad page cursor")
 //
 // A cursor is a position in that order, not a snapshot: a session used
 // between two pages moves to the front and is not listed again on later
-// pages. Each page reads every session's entry (one read transaction), so
-// its cost grows with the number of sessions the store keeps.
+// pages. On bbolt each page reads every session's entry (one read
+// transaction), so its cost grows with the number of sessions the store
+// keeps; PostgreSQL reads the page from an index.
 func (s *Store) SessionPage(limit int, after string) (page []Session, next string, err error) {
 	if limit <= 0 {
 		limit = DefaultPageSize
@@ -41,16 +39,10 @@ func (s *Store) SessionPage(limit int, after string) (page []Session, next strin
 		}
 		from = &c
 	}
-	all, err := listJSON[Session](s, "sessions", "session", func(tx *bolt.Tx) *bolt.Bucket {
-		return tx.Bucket(bucketSessions)
-	})
+	all, err := s.b.page(limit+1, from)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("memory: sessions: %w", err)
 	}
-	if from != nil {
-		all = slices.DeleteFunc(all, func(v Session) bool { return sessionOrder(*from, v) >= 0 })
-	}
-	slices.SortFunc(all, sessionOrder)
 	if len(all) > limit {
 		all = all[:limit]
 		next = encodeCursor(all[limit-1])

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/rcm-dev/rcm/redact"
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -43,6 +41,9 @@ type Pending struct {
 	records map[string]Record
 	// frozen holds each task's puts in order.
 	frozen map[string][]frozenPut
+	// task is the task of the event the writes append ("": none, or a
+	// call that names none).
+	task string
 }
 
 type frozenPut struct {
@@ -74,35 +75,29 @@ func (w *Tx) Commits(p *Pending) error {
 	if err := checkID("session", p.session); err != nil {
 		return fmt.Errorf("memory: commit pending: %w", err)
 	}
-	return w.do("commit pending "+p.session, func(tx *bolt.Tx) error {
-		sb, err := tx.Bucket(bucketData).CreateBucketIfNotExists([]byte(p.session))
-		if err != nil {
-			return err
-		}
-		return sb.Put(keyCommitted, p.id[:])
-	})
+	return w.do("commit pending "+p.session, func() error { return w.w.commits(p.session, p.id[:]) })
 }
 
 // pending returns the writes of session v reads ahead of the store, in
 // order: v's Pendings of the session that have not committed. Commits go in
 // order, so those are the ones numbered after the latest committed one of
 // this process (all of them when that one is an earlier process's).
-func (v *View) pending(session string) []*Pending {
+func (v *View) pending(session string) ([]*Pending, error) {
 	if len(v.ps) == 0 || v.ps[0].session != session {
-		return nil
+		return nil, nil
 	}
 	if !v.checked {
-		v.checked = true
-		var c []byte
-		if sb := v.tx.Bucket(bucketData).Bucket([]byte(session)); sb != nil {
-			c = sb.Get(keyCommitted)
+		c, err := v.r.committed(session)
+		if err != nil {
+			return nil, err
 		}
+		v.checked = true
 		if len(c) == len(Pending{}.id) && bytes.Equal(c[:8], processNonce) {
 			n := binary.BigEndian.Uint64(c[8:])
 			v.ps = slices.DeleteFunc(slices.Clone(v.ps), func(p *Pending) bool { return binary.BigEndian.Uint64(p.id[8:]) <= n })
 		}
 	}
-	return v.ps
+	return v.ps, nil
 }
 
 // PutLabels is Tx.PutLabels, ahead of the commit.
@@ -131,6 +126,10 @@ func (p *Pending) PutLabels(session string, fps []transcript.Fingerprint, labels
 	}
 	return nil
 }
+
+// PutEventTask notes the task of the event the transaction appends (see
+// View.LastTask).
+func (p *Pending) PutEventTask(task string) { p.task = task }
 
 // PutTask is Tx.PutTask, ahead of the commit.
 func (p *Pending) PutTask(session string, t Task) error {

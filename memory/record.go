@@ -3,8 +3,6 @@ package memory
 import (
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Record is a task's state record M_z: what a model returning to the task
@@ -66,21 +64,21 @@ type TestRun struct {
 }
 
 // Record returns the record of task in session and whether it exists.
-func (s *Store) Record(session, task string) (Record, bool, error) {
-	var r Record
-	var found bool
-	err := s.view("record "+session+"/"+task, func(tx *bolt.Tx) (err error) {
-		found, err = getJSON(sessionBucket(tx, session, bucketRecords), "record", []byte(task), &r)
+func (s *Store) Record(session, task string) (r Record, found bool, err error) {
+	err = s.view("record "+session+"/"+task, func(rd reader) error {
+		r, found, err = rd.record(session, task)
 		return err
 	})
 	return r, found, err
 }
 
 // Records returns every record of session, ordered by task id.
-func (s *Store) Records(session string) ([]Record, error) {
-	return listJSON[Record](s, "records "+session, "record", func(tx *bolt.Tx) *bolt.Bucket {
-		return sessionBucket(tx, session, bucketRecords)
+func (s *Store) Records(session string) (out []Record, err error) {
+	err = s.view("records "+session, func(r reader) error {
+		out, err = r.records(session)
+		return err
 	})
+	return out, err
 }
 
 // UpdateRecord reads the record of task (the zero Record with Task set when
@@ -100,13 +98,9 @@ func (w *Tx) UpdateRecord(session, task string, fn func(*Record) error) error {
 	if err := checkID("task", task); err != nil {
 		return fmt.Errorf("memory: update record: %w", err)
 	}
-	return w.do("update record "+session+"/"+task, func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucketRecords)
+	return w.do("update record "+session+"/"+task, func() error {
+		r, _, err := w.w.record(session, task)
 		if err != nil {
-			return err
-		}
-		var r Record
-		if _, err := getJSON(b, "record", []byte(task), &r); err != nil {
 			return err
 		}
 		r.Task = task
@@ -115,6 +109,10 @@ func (w *Tx) UpdateRecord(session, task string, fn func(*Record) error) error {
 			return err
 		}
 		r.Task, r.Version = task, version+1
-		return putJSON(b, "record", []byte(task), r)
+		raw, err := encodeJSON("record", []byte(task), r)
+		if err != nil {
+			return err
+		}
+		return w.w.putRecord(session, task, raw)
 	})
 }

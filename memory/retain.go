@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,77 +25,48 @@ type Swept struct {
 // Sweep deletes the sessions last used before now minus Options.Retain,
 // then, while the live data exceeds Options.MaxStore, the least recently
 // used sessions, each with everything keyed by it (labels, tasks, records,
-// frozen messages, events). Live data is what the sessions' buckets use
-// (bbolt's in-use page bytes): what a compaction would keep. Deleting frees
-// pages inside the file for later writes; the file itself never shrinks
-// (see Compact).
+// frozen messages, events). Each backend measures live data its own way
+// (bbolt: the pages the sessions' buckets use; PostgreSQL: the bytes of
+// their rows). Deleting frees room for later writes; a bbolt file itself
+// never shrinks (see Compact).
 //
-// The sizes are measured in a read transaction, which never blocks
-// writers, and each session is deleted in a write transaction of its own,
-// so that a sweep holds the store's writer only as long as one session's
-// deletion. A session used after it was measured is kept.
+// Each session is deleted in a transaction of its own, so that a sweep
+// holds a session's writes only as long as its deletion, and a session
+// used after it was measured is kept.
 func (s *Store) Sweep(now time.Time) (Swept, error) {
-	type entry struct {
-		id   string
-		used time.Time
-		size int64
-	}
-	var es []entry
-	err := s.view("sweep", func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketData)
-		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			// An undecodable session has no time of use: it never
-			// expires and is the first evicted for the size bound.
-			var sess Session
-			_ = json.Unmarshal(v, &sess)
-			e := entry{id: string(k), used: sess.Updated, size: int64(len(k) + len(v))}
-			if b := data.Bucket(k); b != nil {
-				st := b.Stats()
-				e.size += int64(st.BranchInuse + st.LeafInuse + st.InlineBucketInuse)
-			}
-			es = append(es, e)
-			return nil
-		})
-	})
+	return s.b.sweep(now, s.opts)
+}
+
+// sweepEntry is a session as a sweep measured it.
+type sweepEntry struct {
+	id   string
+	used time.Time
+	size int64
+}
+
+// sweepEntries deletes, through drop, the entries of es that Retain
+// expires and then, least recently used first, those over MaxStore. drop
+// reports whether it deleted the session (false: used since).
+func sweepEntries(now time.Time, o Options, es []sweepEntry, drop func(sweepEntry) (bool, error)) (Swept, error) {
 	var out Swept
-	if err != nil {
-		return out, err
-	}
-	slices.SortStableFunc(es, func(a, b entry) int { return a.used.Compare(b.used) })
+	slices.SortStableFunc(es, func(a, b sweepEntry) int { return a.used.Compare(b.used) })
 	for _, e := range es {
 		out.Live += e.size
 	}
-	// drop deletes a session unless it was used after it was measured.
-	drop := func(e entry) (bool, error) {
-		dropped := false
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			sessions := tx.Bucket(bucketSessions)
-			var sess Session
-			v := sessions.Get([]byte(e.id))
-			if v == nil {
-				return nil
-			}
-			if json.Unmarshal(v, &sess) == nil && sess.Updated.After(e.used) {
-				return nil
-			}
-			if err := tx.Bucket(bucketData).DeleteBucket([]byte(e.id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
-			}
-			dropped = true
-			return sessions.Delete([]byte(e.id))
-		})
+	del := func(e sweepEntry) (bool, error) {
+		ok, err := drop(e)
 		if err != nil {
 			return false, fmt.Errorf("memory: sweep %s: %w", e.id, err)
 		}
-		if dropped {
+		if ok {
 			out.Live -= e.size
 		}
-		return dropped, nil
+		return ok, nil
 	}
-	var keep []entry
+	var keep []sweepEntry
 	for _, e := range es {
-		if s.opts.Retain > 0 && !e.used.IsZero() && now.Sub(e.used) > s.opts.Retain {
-			ok, err := drop(e)
+		if o.Retain > 0 && !e.used.IsZero() && now.Sub(e.used) > o.Retain {
+			ok, err := del(e)
 			if err != nil {
 				return out, err
 			}
@@ -107,8 +77,8 @@ func (s *Store) Sweep(now time.Time) (Swept, error) {
 		}
 		keep = append(keep, e)
 	}
-	for i := 0; s.opts.MaxStore > 0 && out.Live > s.opts.MaxStore && i < len(keep); i++ {
-		ok, err := drop(keep[i])
+	for i := 0; o.MaxStore > 0 && out.Live > o.MaxStore && i < len(keep); i++ {
+		ok, err := del(keep[i])
 		if err != nil {
 			return out, err
 		}

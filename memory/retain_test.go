@@ -61,63 +61,67 @@ func gone(t *testing.T, s *Store, id string) bool {
 }
 
 func TestSweepRetain(t *testing.T) {
-	s := openTest(t, Options{})
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	fillSession(t, s, "old", now.Add(-31*24*time.Hour), 100)
-	fillSession(t, s, "recent", now.Add(-29*24*time.Hour), 100)
-	s.opts.Retain = 30 * 24 * time.Hour
-	res, err := s.Sweep(now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Expired != 1 || res.Evicted != 0 {
-		t.Errorf("swept %+v, want 1 expired", res)
-	}
-	if !gone(t, s, "old") {
-		t.Error("expired session left data behind")
-	}
-	if gone(t, s, "recent") {
-		t.Error("recent session deleted")
-	}
-	// Sweeping again finds nothing more.
-	if res, err := s.Sweep(now); err != nil || res.Expired+res.Evicted != 0 {
-		t.Errorf("second sweep %+v %v", res, err)
-	}
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		fillSession(t, s, "old", now.Add(-31*24*time.Hour), 100)
+		fillSession(t, s, "recent", now.Add(-29*24*time.Hour), 100)
+		s.opts.Retain = 30 * 24 * time.Hour
+		res, err := s.Sweep(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Expired != 1 || res.Evicted != 0 {
+			t.Errorf("swept %+v, want 1 expired", res)
+		}
+		if !gone(t, s, "old") {
+			t.Error("expired session left data behind")
+		}
+		if gone(t, s, "recent") {
+			t.Error("recent session deleted")
+		}
+		// Sweeping again finds nothing more.
+		if res, err := s.Sweep(now); err != nil || res.Expired+res.Evicted != 0 {
+			t.Errorf("second sweep %+v %v", res, err)
+		}
+	})
 }
 
 func TestSweepMaxStore(t *testing.T) {
-	s := openTest(t, Options{})
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	var ids []string
-	for i := range 10 {
-		id := fmt.Sprintf("s%02d", i)
-		ids = append(ids, id)
-		// Last use is not creation order: s00 is used last.
-		used := now.Add(-time.Duration(10-i) * time.Minute)
-		if i == 0 {
-			used = now
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		var ids []string
+		for i := range 10 {
+			id := fmt.Sprintf("s%02d", i)
+			ids = append(ids, id)
+			// Last use is not creation order: s00 is used last.
+			used := now.Add(-time.Duration(10-i) * time.Minute)
+			if i == 0 {
+				used = now
+			}
+			fillSession(t, s, id, used, 20<<10)
 		}
-		fillSession(t, s, id, used, 20<<10)
-	}
-	full, err := s.Sweep(now)
-	if err != nil || full.Expired+full.Evicted != 0 {
-		t.Fatalf("unbounded sweep %+v %v", full, err)
-	}
-	s.opts.MaxStore = full.Live * 4 / 10
-	res, err := s.Sweep(now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Live > s.opts.MaxStore || res.Evicted < 6 || res.Evicted > 7 {
-		t.Fatalf("swept %+v for a bound of %d of %d bytes", res, s.opts.MaxStore, full.Live)
-	}
-	// The least recently used went first.
-	for i, id := range ids {
-		evicted := i >= 1 && i <= res.Evicted
-		if gone(t, s, id) != evicted {
-			t.Errorf("session %s (used %d-th last): gone=%v, want %v", id, i, !evicted, evicted)
+		full, err := s.Sweep(now)
+		if err != nil || full.Expired+full.Evicted != 0 {
+			t.Fatalf("unbounded sweep %+v %v", full, err)
 		}
-	}
+		s.opts.MaxStore = full.Live * 4 / 10
+		res, err := s.Sweep(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Live > s.opts.MaxStore || res.Evicted < 6 || res.Evicted > 7 {
+			t.Fatalf("swept %+v for a bound of %d of %d bytes", res, s.opts.MaxStore, full.Live)
+		}
+		// The least recently used went first.
+		for i, id := range ids {
+			evicted := i >= 1 && i <= res.Evicted
+			if gone(t, s, id) != evicted {
+				t.Errorf("session %s (used %d-th last): gone=%v, want %v", id, i, !evicted, evicted)
+			}
+		}
+	})
 }
 
 func TestSweeperRunsInBackground(t *testing.T) {

@@ -2,10 +2,7 @@ package memory
 
 import (
 	"fmt"
-	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Session is one harness conversation as the proxy sees it.
@@ -24,10 +21,8 @@ func (w *Tx) Touch(id, parent string, now time.Time) error {
 	if err := checkID("session", id); err != nil {
 		return fmt.Errorf("memory: touch: %w", err)
 	}
-	return w.do("touch "+id, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSessions)
-		var sess Session
-		found, err := getJSON(b, "session", []byte(id), &sess)
+	return w.do("touch "+id, func() error {
+		sess, found, err := w.w.session(id)
 		if err != nil {
 			return err
 		}
@@ -41,33 +36,28 @@ func (w *Tx) Touch(id, parent string, now time.Time) error {
 			sess.Updated = now
 		}
 		sess.Calls++
-		return putJSON(b, "session", []byte(id), sess)
+		raw, err := encodeJSON("session", []byte(id), sess)
+		if err != nil {
+			return err
+		}
+		return w.w.putSession(sess, raw)
 	})
 }
 
 // Session returns the session id and whether it exists.
 func (s *Store) Session(id string) (sess Session, found bool, err error) {
-	err = s.view("session "+id, func(tx *bolt.Tx) error {
-		sess, found, err = readSession(tx, id)
+	err = s.view("session "+id, func(r reader) error {
+		sess, found, err = r.session(id)
 		return err
 	})
 	return sess, found, err
 }
 
-func readSession(tx *bolt.Tx, id string) (Session, bool, error) {
-	var sess Session
-	found, err := getJSON(tx.Bucket(bucketSessions), "session", []byte(id), &sess)
-	return sess, found, err
-}
-
-// Sessions lists every session, most recently updated first.
+// Sessions lists every session, most recently updated first (ties by id).
 func (s *Store) Sessions() ([]Session, error) {
-	out, err := listJSON[Session](s, "sessions", "session", func(tx *bolt.Tx) *bolt.Bucket {
-		return tx.Bucket(bucketSessions)
-	})
+	out, err := s.b.page(-1, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("memory: sessions: %w", err)
 	}
-	slices.SortStableFunc(out, func(a, b Session) int { return b.Updated.Compare(a.Updated) })
 	return out, nil
 }

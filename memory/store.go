@@ -89,9 +89,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is rcm's bbolt store. Its methods are safe for concurrent use.
+// Store is rcm's store, on one of its backends (bbolt: Open; PostgreSQL:
+// OpenPostgres). Its methods are safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
+	b backend
+	// path names the store in errors: the file, or the database's URL
+	// without its password.
 	path string
 	opts Options
 	// stop ends the sweeper, which closes swept when it has returned;
@@ -141,15 +144,22 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, opts: opts, commits: commits{window: commitWindow, max: maxGroup}}
+	return start(&boltStore{db}, path, opts), nil
+}
+
+// start returns the Store on b, with its sweeper running when opts ask
+// for one.
+func start(b backend, path string, opts Options) *Store {
+	s := &Store{b: b, path: path, opts: opts, commits: commits{window: commitWindow, max: maxGroup}}
 	if opts.Retain > 0 || opts.MaxStore > 0 {
 		s.stop, s.swept = make(chan struct{}), make(chan struct{})
 		go s.sweeper(s.stop, s.swept)
 	}
-	return s, nil
+	return s
 }
 
-// Close stops the sweeper and releases the file and its lock.
+// Close stops the sweeper and releases the file and its lock (the
+// database's connections).
 func (s *Store) Close() error {
 	s.stopOnce.Do(func() {
 		if s.stop != nil {
@@ -157,7 +167,7 @@ func (s *Store) Close() error {
 			<-s.swept
 		}
 	})
-	if err := s.db.Close(); err != nil {
+	if err := s.b.close(); err != nil {
 		return fmt.Errorf("memory: close %s: %w", s.path, err)
 	}
 	return nil
@@ -215,29 +225,9 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// sessionBucket returns the named bucket of a session's data, or nil when it
-// does not exist yet (read transactions).
-func sessionBucket(tx *bolt.Tx, session string, name []byte) *bolt.Bucket {
-	sb := tx.Bucket(bucketData).Bucket([]byte(session))
-	if sb == nil {
-		return nil
-	}
-	return sb.Bucket(name)
-}
-
-// createSessionBucket is sessionBucket for write transactions: it creates
-// what is missing.
-func createSessionBucket(tx *bolt.Tx, session string, name []byte) (*bolt.Bucket, error) {
-	sb, err := tx.Bucket(bucketData).CreateBucketIfNotExists([]byte(session))
-	if err != nil {
-		return nil, err
-	}
-	return sb.CreateBucketIfNotExists(name)
-}
-
-// view runs a read transaction, wrapping its error with the operation.
-func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
-	if err := s.db.View(fn); err != nil {
+// view runs a read, wrapping its error with the operation.
+func (s *Store) view(op string, fn func(reader) error) error {
+	if err := s.b.view(fn); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil
@@ -247,13 +237,13 @@ func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
 // that one model call teaches rcm costs one commit (one fsync) instead of
 // one per update.
 type Tx struct {
-	s  *Store
-	tx *bolt.Tx
+	s *Store
+	w writer
 }
 
-// do runs fn on the transaction, wrapping its error with the operation.
-func (w *Tx) do(op string, fn func(*bolt.Tx) error) error {
-	if err := fn(w.tx); err != nil {
+// do runs fn, wrapping its error with the operation.
+func (w *Tx) do(op string, fn func() error) error {
+	if err := fn(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	return nil

@@ -134,7 +134,7 @@ func TestSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		var v []byte
-		s.db.View(func(tx *bolt.Tx) error {
+		s.b.(*boltStore).db.View(func(tx *bolt.Tx) error {
 			v = bytes.Clone(tx.Bucket(bucketMeta).Get(keySchema))
 			return nil
 		})

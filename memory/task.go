@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Task is one of a session's tasks, as the router named it.
@@ -27,19 +25,21 @@ func (w *Tx) PutTask(session string, t Task) error {
 	if err := checkID("task", t.ID); err != nil {
 		return fmt.Errorf("memory: put task: %w", err)
 	}
-	return w.do("put task "+session+"/"+t.ID, func(tx *bolt.Tx) error {
-		b, err := createSessionBucket(tx, session, bucketTasks)
+	return w.do("put task "+session+"/"+t.ID, func() error {
+		raw, err := encodeJSON("task", []byte(t.ID), t)
 		if err != nil {
 			return err
 		}
-		return putJSON(b, "task", []byte(t.ID), t)
+		return w.w.putTask(session, t.ID, raw)
 	})
 }
 
 // Tasks lists the tasks of session, oldest first (ties by id).
 func (s *Store) Tasks(session string) ([]Task, error) {
-	out, err := listJSON[Task](s, "tasks "+session, "task", func(tx *bolt.Tx) *bolt.Bucket {
-		return sessionBucket(tx, session, bucketTasks)
+	var out []Task
+	err := s.view("tasks "+session, func(r reader) (err error) {
+		out, err = r.tasks(session)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -55,28 +55,4 @@ func sortTasks(ts []Task) {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-}
-
-func countTurns(tx *bolt.Tx, session string, tasks []Task) error {
-	n := map[string]int{}
-	if b := sessionBucket(tx, session, bucketLabels); b != nil {
-		names := make(map[string]string, 8)
-		err := b.ForEach(func(k, raw []byte) error {
-			l, err := decodeLabel(raw, names)
-			if err != nil {
-				return fmt.Errorf("label %x: %w", k, err)
-			}
-			if l.Routed {
-				n[l.Task]++
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for i := range tasks {
-		tasks[i].Turns = n[tasks[i].ID]
-	}
-	return nil
 }

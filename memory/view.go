@@ -2,10 +2,7 @@ package memory
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/rcm-dev/rcm/transcript"
 )
@@ -16,7 +13,7 @@ import (
 // copied out of the transaction. A view with Pending writes (ViewWith)
 // reads the store as those writes will leave it.
 type View struct {
-	tx      *bolt.Tx
+	r       reader
 	ps      []*Pending
 	checked bool // whether ps holds only those not committed (see pending)
 }
@@ -30,30 +27,68 @@ func (s *Store) View(fn func(*View) error) error {
 // (one session's, in the order made; none: a plain View) as if their
 // writes had committed.
 func (s *Store) ViewWith(ps []*Pending, fn func(*View) error) error {
-	return s.view("read", func(tx *bolt.Tx) error { return fn(&View{tx: tx, ps: ps}) })
+	return s.view("read", func(r reader) error { return fn(&View{r: r, ps: ps}) })
 }
 
 // Session is Store.Session within the view.
-func (v *View) Session(id string) (Session, bool, error) { return readSession(v.tx, id) }
+func (v *View) Session(id string) (Session, bool, error) { return v.r.session(id) }
 
 // CountTurns sets the Turns of each of tasks to the number of session's
 // turns routed to it (stored labels with Routed set).
 func (v *View) CountTurns(session string, tasks []Task) error {
-	return countTurns(v.tx, session, tasks)
+	n, err := v.r.routed(session)
+	if err != nil {
+		return err
+	}
+	for i := range tasks {
+		tasks[i].Turns = n[tasks[i].ID]
+	}
+	return nil
 }
 
 // Events is Store.Events within the view.
 func (v *View) Events(session string, limit int) ([]Event, error) {
-	return readEvents(v.tx, session, limit)
+	return v.r.events(session, limit)
+}
+
+// LastTask is the task of the session's latest event that names one, of
+// an agent call (not a compaction), among its last 50: from the pending
+// writes still to commit when one names a task, else from the store. A
+// replica's own pending writes that have committed are read from the
+// store, where another replica's later writes may follow them.
+func (v *View) LastTask(session string) (string, error) {
+	ps, err := v.pending(session)
+	if err != nil {
+		return "", err
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].task != "" {
+			return ps[i].task, nil
+		}
+	}
+	evs, err := v.r.events(session, 50)
+	if err != nil {
+		return "", err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Task != "" && evs[i].Kind != transcript.Compaction.String() {
+			return evs[i].Task, nil
+		}
+	}
+	return "", nil
 }
 
 // Labels is Store.Labels within the view.
 func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []bool, error) {
-	labels, found, err := readLabels(v.tx, session, fps)
+	labels, found, err := v.r.labels(session, fps)
 	if err != nil {
 		return labels, found, err
 	}
-	for _, p := range v.pending(session) {
+	ps, err := v.pending(session)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range ps {
 		for i, fp := range fps {
 			if l, ok := p.labels[fp]; ok && !(found[i] && labels[i].Routed) {
 				labels[i], found[i] = l, true
@@ -65,11 +100,15 @@ func (v *View) Labels(session string, fps []transcript.Fingerprint) ([]Label, []
 
 // Tasks is Store.Tasks within the view.
 func (v *View) Tasks(session string) ([]Task, error) {
-	out, err := readJSON[Task](sessionBucket(v.tx, session, bucketTasks), "task")
+	out, err := v.r.tasks(session)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range v.pending(session) {
+	ps, err := v.pending(session)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
 		out = merge(out, p.tasks, func(t Task) string { return t.ID })
 	}
 	sortTasks(out)
@@ -78,8 +117,11 @@ func (v *View) Tasks(session string) ([]Task, error) {
 
 // Records is Store.Records within the view.
 func (v *View) Records(session string) ([]Record, error) {
-	out, err := readJSON[Record](sessionBucket(v.tx, session, bucketRecords), "record")
-	ps := v.pending(session)
+	out, err := v.r.records(session)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := v.pending(session)
 	if err != nil || len(ps) == 0 {
 		return out, err
 	}
@@ -92,15 +134,16 @@ func (v *View) Records(session string) ([]Record, error) {
 
 // Record is Store.Record within the view.
 func (v *View) Record(session, task string) (Record, bool, error) {
-	ps := v.pending(session)
+	ps, err := v.pending(session)
+	if err != nil {
+		return Record{}, false, err
+	}
 	for i := len(ps) - 1; i >= 0; i-- {
 		if r, ok := ps[i].records[task]; ok {
 			return r, true, nil
 		}
 	}
-	var r Record
-	found, err := getJSON(sessionBucket(v.tx, session, bucketRecords), "record", []byte(task), &r)
-	return r, found, err
+	return v.r.record(session, task)
 }
 
 // merge replaces the values of stored that put holds under their key and
@@ -142,7 +185,11 @@ func (f Frozen) At(task string, fps []transcript.Fingerprint) (msgs [][]byte, fo
 func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, error) {
 	// Every put of the pending writes, by task, in order.
 	var put map[string][]frozenPut
-	for _, p := range v.pending(session) {
+	ps, err := v.pending(session)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
 		for task, puts := range p.frozen {
 			if put == nil {
 				put = map[string][]frozenPut{}
@@ -150,8 +197,7 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 			put[task] = append(put[task], puts...)
 		}
 	}
-	b := sessionBucket(v.tx, session, bucketFrozen)
-	if b == nil && len(put) == 0 || len(fps) == 0 {
+	if len(fps) == 0 {
 		return nil, nil
 	}
 	want := make(map[transcript.Fingerprint]bool, len(fps))
@@ -162,42 +208,27 @@ func (v *View) Frozen(session string, fps []transcript.Fingerprint) (Frozen, err
 	// Every stored turn of the tasks put, with its sequence number: the
 	// puts prune the oldest.
 	held := map[string][]heldFrozen{}
-	if b != nil {
-		scanFrozen(b, want, put, out, held)
+	err = v.r.frozen(session, func(task string, fp transcript.Fingerprint, seq uint64, msg func() ([]byte, bool)) {
+		if _, ok := put[task]; ok {
+			held[task] = append(held[task], heldFrozen{fp, seq})
+		}
+		if !want[fp] {
+			return
+		}
+		if m, ok := msg(); ok {
+			out.add(task, fp, m)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	for task, puts := range put {
 		out.put(task, puts, held[task], want)
 	}
-	return out, nil
-}
-
-// scanFrozen reads the stored messages of the turns in want into out, and
-// into held every stored turn of the tasks in put.
-func scanFrozen(b *bolt.Bucket, want map[transcript.Fingerprint]bool, put map[string][]frozenPut, out Frozen, held map[string][]heldFrozen) {
-	c := b.Cursor()
-	for k, val := c.First(); k != nil; k, val = c.Next() {
-		// frozenKey: the task's length, the task, the fingerprint.
-		n, w := binary.Uvarint(k)
-		var fp transcript.Fingerprint
-		if w <= 0 || uint64(len(k)-w) != n+uint64(len(fp)) {
-			continue
-		}
-		copy(fp[:], k[w+int(n):])
-		if _, ok := put[string(k[w:w+int(n)])]; ok {
-			task := string(k[w : w+int(n)])
-			var seq uint64 // too short to hold one: the oldest
-			if len(val) >= 8 {
-				seq = binary.BigEndian.Uint64(val)
-			}
-			held[task] = append(held[task], heldFrozen{fp, seq})
-		}
-		if !want[fp] {
-			continue
-		}
-		if msg, ok := frozenValue(val); ok {
-			out.add(string(k[w:w+int(n)]), fp, msg)
-		}
+	if len(out) == 0 {
+		return nil, nil
 	}
+	return out, nil
 }
 
 // heldFrozen is a stored frozen message's turn and sequence number.

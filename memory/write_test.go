@@ -68,7 +68,7 @@ func TestUpdateGathersOnlyWhenConcurrent(t *testing.T) {
 	var waits []func() error
 	for i := range 10 {
 		waits = append(waits, s.Queue(func(w *Tx) error {
-			ids <- w.tx.ID()
+			ids <- w.w.(boltWriter).tx.ID()
 			return w.Touch(fmt.Sprintf("ses_%d", i), "", time.Now())
 		}))
 	}
@@ -105,7 +105,7 @@ func TestQueueCommitsInOrder(t *testing.T) {
 		waits = append(waits, s.Queue(func(w *Tx) error {
 			mu.Lock()
 			defer mu.Unlock()
-			ran, tx = append(ran, i), append(tx, w.tx.ID())
+			ran, tx = append(ran, i), append(tx, w.w.(boltWriter).tx.ID())
 			return w.Touch("ses_order", "", time.Now())
 		}))
 		if i%10 == 0 {
@@ -135,54 +135,56 @@ func TestQueueCommitsInOrder(t *testing.T) {
 // commit without its changes; the writes beside it still commit, and its
 // caller gets its error or panic.
 func TestQueueLeavesOutAFailedWrite(t *testing.T) {
-	s := openTest(t, Options{})
-	s.commits.window, s.commits.max = time.Hour, 4
-	hold, held := make(chan struct{}), make(chan struct{})
-	first := s.Queue(func(*Tx) error { close(held); <-hold; return nil })
-	<-held
-	bad := errors.New("bad write")
-	touch := func(id string) func(*Tx) error {
-		return func(w *Tx) error { return w.Touch(id, "", time.Now()) }
-	}
-	ok1 := s.Queue(touch("ses_ok1"))
-	failed := s.Queue(func(w *Tx) error {
-		if err := w.Touch("ses_failed", "", time.Now()); err != nil {
-			return err
+	eachStore(t, func(t *testing.T, openTest opener) {
+		s := openTest(t, Options{})
+		s.commits.window, s.commits.max = time.Hour, 4
+		hold, held := make(chan struct{}), make(chan struct{})
+		first := s.Queue(func(*Tx) error { close(held); <-hold; return nil })
+		<-held
+		bad := errors.New("bad write")
+		touch := func(id string) func(*Tx) error {
+			return func(w *Tx) error { return w.Touch(id, "", time.Now()) }
 		}
-		return bad
-	})
-	panics := s.Queue(func(w *Tx) error {
-		if err := w.Touch("ses_panics", "", time.Now()); err != nil {
-			return err
-		}
-		panic("boom")
-	})
-	ok2 := s.Queue(touch("ses_ok2"))
-	close(hold)
-	if err := first(); err != nil {
-		t.Fatal(err)
-	}
-	if err := failed(); !errors.Is(err, bad) {
-		t.Errorf("failed write returned %v", err)
-	}
-	func() {
-		defer func() {
-			if p := recover(); p != "boom" {
-				t.Errorf("panicking write's wait recovered %v", p)
+		ok1 := s.Queue(touch("ses_ok1"))
+		failed := s.Queue(func(w *Tx) error {
+			if err := w.Touch("ses_failed", "", time.Now()); err != nil {
+				return err
 			}
-		}()
-		panics()
-	}()
-	for _, wait := range []func() error{ok1, ok2} {
-		if err := wait(); err != nil {
+			return bad
+		})
+		panics := s.Queue(func(w *Tx) error {
+			if err := w.Touch("ses_panics", "", time.Now()); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+		ok2 := s.Queue(touch("ses_ok2"))
+		close(hold)
+		if err := first(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for id, want := range map[string]bool{"ses_ok1": true, "ses_ok2": true, "ses_failed": false, "ses_panics": false} {
-		if _, found, err := s.Session(id); err != nil || found != want {
-			t.Errorf("session %s stored %v (%v), want %v", id, found, err, want)
+		if err := failed(); !errors.Is(err, bad) {
+			t.Errorf("failed write returned %v", err)
 		}
-	}
+		func() {
+			defer func() {
+				if p := recover(); p != "boom" {
+					t.Errorf("panicking write's wait recovered %v", p)
+				}
+			}()
+			panics()
+		}()
+		for _, wait := range []func() error{ok1, ok2} {
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for id, want := range map[string]bool{"ses_ok1": true, "ses_ok2": true, "ses_failed": false, "ses_panics": false} {
+			if _, found, err := s.Session(id); err != nil || found != want {
+				t.Errorf("session %s stored %v (%v), want %v", id, found, err, want)
+			}
+		}
+	})
 }
 
 // TestQueueKeepsEachWritersOrder: writers queueing at once, each its own
@@ -204,7 +206,7 @@ func TestQueueKeepsEachWritersOrder(t *testing.T) {
 			for i := range writes {
 				want := last
 				waits = append(waits, s.Queue(func(w *Tx) error {
-					b, err := w.tx.CreateBucketIfNotExists([]byte("test_chains"))
+					b, err := w.w.(boltWriter).tx.CreateBucketIfNotExists([]byte("test_chains"))
 					if err != nil {
 						return err
 					}
@@ -239,7 +241,7 @@ func TestQueueKeepsEachWritersOrder(t *testing.T) {
 	}
 	wg.Wait()
 	for g := range writers {
-		if err := s.db.View(func(tx *bolt.Tx) error {
+		if err := s.b.(*boltStore).db.View(func(tx *bolt.Tx) error {
 			if v := string(tx.Bucket([]byte("test_chains")).Get(fmt.Appendf(nil, "chain_%d", g))); v != fmt.Sprint(writes-1) {
 				t.Errorf("chain %d ends at %q, want %d", g, v, writes-1)
 			}

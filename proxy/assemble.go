@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -76,9 +77,11 @@ type assembly struct {
 
 	// slot orders the call's writes after its session's earlier ones
 	// (nil: not ordered); ahead is what the call read of the previous
-	// call's writes before they committed.
+	// call's writes before they committed; claim tells the other
+	// replicas sharing the store that these writes are to come.
 	slot  *slot
 	ahead *ahead
+	claim memory.Claim
 
 	resp     limitedBuffer
 	sse      bool
@@ -141,13 +144,14 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// nor make others wait.
 		h.waitWrites(r, a)
 		a.slot = h.writes.begin(a.session)
+		h.waitReplicas(r, a)
 	}
 	switch {
 	case t.Kind == transcript.Compaction && mode == RCM:
 		a.fallback = FallbackSideCall
 		if err := h.rewriteCompaction(a); err != nil {
 			a.body, a.fallback = body, FallbackError
-			h.log.Warn("compaction rewrite failed, forwarding unchanged", "session", a.session, "err", err)
+			h.warn("compaction rewrite failed, forwarding unchanged", a.session, err)
 		}
 		return a
 	case t.Kind.Side():
@@ -165,7 +169,7 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 	}
 	if err := h.route(r, a); err != nil {
 		a.body, a.fallback, a.routed, a.plan = body, FallbackError, false, nil
-		h.log.Warn("routing failed, forwarding unchanged", "session", a.session, "err", err)
+		h.warn("routing failed, forwarding unchanged", a.session, err)
 	}
 	return a
 }
@@ -193,6 +197,31 @@ func (h *Handler) waitWrites(r *http.Request, a *assembly) {
 		h.metrics.observeWait(d, outcome)
 	}
 	a.ahead = ah
+}
+
+// waitReplicas claims the call's writes for the replicas sharing the
+// store and waits (at most maxPendingWait) for the writes of the
+// session's calls that other replicas claimed before: those cannot be
+// read ahead of their commit, as this process's own can. The wait is
+// counted in the metrics as "replica" (they committed), "bound",
+// "cancelled" or "error" (the store could not say: the call goes on).
+func (h *Handler) waitReplicas(r *http.Request, a *assembly) {
+	c, d, outcome := h.store.Claim(r.Context(), a.session, maxPendingWait)
+	if outcome != "" {
+		h.metrics.observeWait(d, outcome)
+	}
+	a.claim = c
+}
+
+// warn logs a failure of the call's pipeline. One of an unreachable store
+// is only counted (rcm_store_unavailable_total): the store logs it once
+// per interval, and a log line per call would flood the log meanwhile.
+func (h *Handler) warn(msg, session string, err error) {
+	if errors.Is(err, memory.ErrUnavailable) {
+		h.metrics.unavailable.WithLabelValues(msg).Inc()
+		return
+	}
+	h.log.Warn(msg, "session", session, "err", err)
 }
 
 // frozen is a record message and the turn it was placed before.
@@ -259,6 +288,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 		if !write {
 			// Nothing to write: the next call reads the earlier writes.
 			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})
+			h.store.Release(a.claim)
 			return
 		}
 		defer func() { h.metrics.observeLag(time.Since(answered)) }()
@@ -268,7 +298,8 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 			}
 		}()
 		if err := h.record(a, parent); err != nil {
-			h.log.Warn("store update failed", "session", a.session, "err", err)
+			h.store.Release(a.claim)
+			h.warn("store update failed", a.session, err)
 		}
 	}, h.after.Done)
 }
@@ -304,6 +335,9 @@ func (h *Handler) record(a *assembly, parent string) error {
 	var ev memory.Event
 	wait := h.store.Queue(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
+			return err
+		}
+		if err := w.Release(a.claim); err != nil {
 			return err
 		}
 		if ah != nil {
@@ -342,7 +376,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 	go func() {
 		defer h.after.Done()
 		if err := h.summarize(a); err != nil {
-			h.log.Warn("memory summary not stored", "session", a.session, "err", err)
+			h.warn("memory summary not stored", a.session, err)
 		}
 	}()
 	return nil
@@ -389,7 +423,7 @@ func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
 	}
 	// Only agent calls get here (other side calls have no slot), and
 	// lastTask takes their event's task.
-	ah.task = a.task
+	ah.writes.PutEventTask(a.task)
 	observes := rcm && a.observes()
 	ah.fill = func(p *memory.Pending, _ []*memory.Pending) error {
 		if err := saveLabels(p, a); err != nil || !observes {

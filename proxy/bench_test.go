@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/pgtest"
 	"github.com/rcm-dev/rcm/transcript"
 )
 
@@ -21,12 +22,15 @@ func benchNative(b *testing.B, body []byte) { benchMode(b, Native, body) }
 // turns are labelled (the steady state: only the current turn is new),
 // the body parsed whole (the parse cache is emptied before each call: a
 // session's first call after a restart, or one the cache let go).
-func benchMode(b *testing.B, mode Mode, body []byte) { benchCalls(b, mode, nil, body) }
+func benchMode(b *testing.B, mode Mode, body []byte) { benchCalls(b, Config{Mode: mode}, nil, body) }
 
 // benchNext measures the same on the next call of a growing session: the
 // call before it sent body less its last message, so the parse cache
 // holds all but that message.
-func benchNext(b *testing.B, mode Mode, body []byte) {
+func benchNext(b *testing.B, mode Mode, body []byte) { benchNextOn(b, Config{Mode: mode}, body) }
+
+// benchNextOn is benchNext with cfg's mode and store.
+func benchNextOn(b *testing.B, cfg Config, body []byte) {
 	t, err := transcript.Parse(transcript.OpenAIChat, body, transcript.Hints{})
 	if err != nil || len(t.Messages) < 2 {
 		b.Fatal(err)
@@ -34,18 +38,19 @@ func benchNext(b *testing.B, mode Mode, body []byte) {
 	last := t.Messages[len(t.Messages)-1].Raw
 	at := bytes.LastIndex(body, last)
 	prev := append(bytes.Clone(bytes.TrimRight(body[:at], ", \n")), body[at+len(last):]...)
-	benchCalls(b, mode, prev, body)
+	benchCalls(b, cfg, prev, body)
 }
 
 // benchCalls sends body once per iteration, timed, after prev (untimed)
 // when prev is not nil, or with the parse cache emptied when it is.
-func benchCalls(b *testing.B, mode Mode, prev, body []byte) {
+func benchCalls(b *testing.B, cfg Config, prev, body []byte) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, `{"choices":[]}`)
 	}))
 	defer up.Close()
-	h, _, _ := newHandler(b, Config{Upstream: up.URL + "/v1", Mode: mode})
+	cfg.Upstream = up.URL + "/v1"
+	h, _, _ := newHandler(b, cfg)
 	send := func(body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 		req.Header.Set("X-Session-Id", "ses_bench")
@@ -125,6 +130,21 @@ func BenchmarkRCM30KB(b *testing.B)     { benchMode(b, RCM, capture.Grow(b, 30<<
 func BenchmarkNative100KB(b *testing.B) { benchNative(b, capture.Grow(b, 100<<10)) }
 func BenchmarkRouter100KB(b *testing.B) { benchMode(b, Router, capture.Grow(b, 100<<10)) }
 func BenchmarkRCM100KB(b *testing.B)    { benchMode(b, RCM, capture.Grow(b, 100<<10)) }
+
+// The same on the PostgreSQL store (one read per call, as on bbolt):
+// RCM_TEST_POSTGRES's database, a schema of the benchmark's own.
+func BenchmarkRouter100KBPostgres(b *testing.B) {
+	benchCalls(b, Config{Mode: Router, Store: pgtest.Schema(b)}, nil, capture.Grow(b, 100<<10))
+}
+func BenchmarkRCM100KBPostgres(b *testing.B) {
+	benchCalls(b, Config{Mode: RCM, Store: pgtest.Schema(b)}, nil, capture.Grow(b, 100<<10))
+}
+func BenchmarkRouter100KBNextPostgres(b *testing.B) {
+	benchNextOn(b, Config{Mode: Router, Store: pgtest.Schema(b)}, capture.Grow(b, 100<<10))
+}
+func BenchmarkRCM100KBNextPostgres(b *testing.B) {
+	benchNextOn(b, Config{Mode: RCM, Store: pgtest.Schema(b)}, capture.Grow(b, 100<<10))
+}
 
 func BenchmarkNativeSmall(b *testing.B) {
 	body := capture.Body(b, "title_request")

@@ -63,6 +63,11 @@ type Config struct {
 	// DB is the bbolt store file. Default: memory.DefaultPath(), a file
 	// under the user's data directory.
 	DB string `json:"db"`
+	// Store, when set, is the PostgreSQL database that replicas share
+	// (postgres://user@host/db; the libpq PG* variables fill what it
+	// leaves out), used instead of DB. Keep its password out of a config
+	// file: PGPASSWORD or ~/.pgpass.
+	Store string `json:"store"`
 	// MaxBody caps request bodies; larger ones get 413. Default 32 MiB.
 	MaxBody int64 `json:"max_body"`
 	// HeaderTimeout bounds the wait for the upstream's response headers;
@@ -200,7 +205,10 @@ func (c Config) Validate() error {
 	if !(c.Threshold > 0 && c.Threshold <= 1) { // NaN too
 		return fmt.Errorf("threshold %v: want a value in (0, 1]", c.Threshold)
 	}
-	if c.DB == "" {
+	if c.Store != "" && !memory.IsPostgres(c.Store) {
+		return fmt.Errorf("store %q: want a postgres:// URL (a bbolt file goes in --db)", memory.Redacted(c.Store))
+	}
+	if c.DB == "" && c.Store == "" {
 		_, err := memory.DefaultPath()
 		return fmt.Errorf("db: %w (set --db)", err)
 	}

@@ -56,7 +56,14 @@
 //     the store commits): then it waits for the oldest. If the transaction then
 //     fails, the next call has routed on writes the store lacks; later calls
 //     re-derive the labels and tasks, and render anew a record that was not
-//     frozen. Calls of other sessions never wait.
+//     frozen. Calls of other sessions never wait. On a store shared by
+//     replicas (PostgreSQL, Config.Store) each ordered call also claims its
+//     session (memory.Store.Claim) and waits, at most 2 s, for the writes of
+//     the session's calls that other replicas claimed before it: those it
+//     cannot read ahead; the claim is released in the call's write
+//     transaction. A store that cannot be reached is counted
+//     (rcm_store_unavailable_total), not logged per call; GET /rcm/readyz
+//     answers 503 meanwhile.
 //   - rcm mode places a task's record before the first request of each run
 //     of the task (after another task's turn or a compaction summary) and
 //     freezes it there, so a run's calls forward append-only contexts; a

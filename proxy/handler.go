@@ -115,7 +115,13 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := memory.Open(cfg.DB, memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger})
+	opts := memory.Options{Retain: cfg.Retain, MaxStore: cfg.MaxStore, Log: logger}
+	var store *memory.Store
+	if cfg.Store != "" {
+		store, err = memory.OpenPostgres(cfg.Store, opts)
+	} else {
+		store, err = memory.Open(cfg.DB, opts)
+	}
 	if err != nil {
 		tracing.close(context.Background())
 		return nil, err
@@ -142,6 +148,8 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	}
 	h.proxy = h.newReverseProxy()
 	h.admin = h.inspector()
+	// Calls other replicas serve reach this one's inspector feed too.
+	store.Follow(func(session string, e memory.Event) { h.feed.Publish(inspector.Call{Session: session, Event: e}) })
 	return h, nil
 }
 

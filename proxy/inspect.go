@@ -20,6 +20,15 @@ func (h *Handler) inspector() http.Handler {
 	mux.HandleFunc("GET /rcm/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"status": "ok"})
 	})
+	// Ready when the store answers: a load balancer sends a replica
+	// calls only then (it serves them without the store too, failing open).
+	mux.HandleFunc("GET /rcm/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.store.Ping(r.Context()); err != nil {
+			writeError(w, &httpError{http.StatusServiceUnavailable, "store_unavailable", err})
+			return
+		}
+		writeJSON(w, map[string]string{"status": "ready"})
+	})
 	mux.HandleFunc("GET /rcm/metrics", h.serveMetrics)
 	mux.HandleFunc("GET /rcm/sessions", h.listSessions)
 	mux.HandleFunc("GET /rcm/sessions/{id}", h.showSession)

@@ -31,9 +31,10 @@ type metrics struct {
 	routerSeconds prometheus.Counter
 	routerTokens  *prometheus.CounterVec // type
 
-	waits *prometheus.CounterVec // outcome
-	lag   prometheus.Histogram
-	wait  prometheus.Histogram
+	waits       *prometheus.CounterVec // outcome
+	unavailable *prometheus.CounterVec // op
+	lag         prometheus.Histogram
+	wait        prometheus.Histogram
 
 	added *prometheus.HistogramVec // mode
 	ttfb  *prometheus.HistogramVec // mode
@@ -77,7 +78,8 @@ func newMetrics() *metrics {
 		routerSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "rcm_router_model_seconds_total", Help: "Time spent in the router's model classifier."}),
 		routerTokens:  counter("rcm_router_model_tokens_total", "Tokens of the router's model classifier.", "type"),
 
-		waits: counter("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", "outcome"),
+		waits:       counter("rcm_store_waits_total", "Calls that waited for their session's earlier store writes before routing, by how the wait ended.", "outcome"),
+		unavailable: counter("rcm_store_unavailable_total", "Calls that found the store unreachable (served without it), by what they did.", "op"),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rcm_store_lag_seconds",
 			Help: "Time from a call's answer to its store write committed.", Buckets: lagBuckets}),
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rcm_store_wait_seconds",
@@ -92,7 +94,7 @@ func newMetrics() *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.calls, m.tokensIn, m.tokensOut, m.parseBytes, m.upstream, m.budget,
 		m.routerCalls, m.routerErrors, m.routerSeconds, m.routerTokens,
-		m.waits, m.lag, m.wait, m.added, m.ttfb, m.ratio,
+		m.waits, m.unavailable, m.lag, m.wait, m.added, m.ttfb, m.ratio,
 	)
 	return m
 }

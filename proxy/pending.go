@@ -59,7 +59,6 @@ type slot struct {
 // ahead is what a call's writes will have stored once they commit, as
 // far as its session's next call reads it.
 type ahead struct {
-	task   string          // the task lastTask would find in the call's event
 	done   <-chan struct{} // closed when the writes are over
 	writes *memory.Pending
 

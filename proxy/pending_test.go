@@ -81,7 +81,7 @@ func TestPendingSettles(t *testing.T) {
 func TestPendingReadsAhead(t *testing.T) {
 	var p pending
 	commit := make(chan struct{})
-	want := &ahead{task: "t1"}
+	want := &ahead{}
 	s := p.begin("s")
 	s.run(func() {
 		s.publish(want)
@@ -184,7 +184,7 @@ func TestPendingCommitsInOrder(t *testing.T) {
 	commit := make(chan struct{})
 	first, empty, third := p.begin("s"), p.begin("s"), p.begin("s")
 	first.run(func() {
-		first.publish(&ahead{task: "t1"})
+		first.publish(&ahead{})
 		<-commit
 		mu.Lock()
 		order = append(order, 1)

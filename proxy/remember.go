@@ -302,24 +302,15 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 // lastTask is the task of the session's latest routed agent call, with
 // the writes ah (nil: none) of its latest calls, still to commit.
 func (h *Handler) lastTask(session string, ah *ahead) string {
-	if ah != nil {
-		as := ah.chain()
-		for i := len(as) - 1; i >= 0; i-- {
-			if as[i].task != "" {
-				return as[i].task
-			}
-		}
-	}
-	evs, err := h.store.Events(session, 50)
+	var task string
+	err := h.store.ViewWith(ah.pendingWrites(), func(v *memory.View) (err error) {
+		task, err = v.LastTask(session)
+		return err
+	})
 	if err != nil {
 		return ""
 	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Task != "" && evs[i].Kind != transcript.Compaction.String() {
-			return evs[i].Task
-		}
-	}
-	return ""
+	return task
 }
 
 // observe updates the task's record from the call and its answer (or, for

@@ -24,7 +24,7 @@ import (
 
 // proxyBenchConfig is what `rcm bench proxy` is told.
 type proxyBenchConfig struct {
-	sizes, caddy                 string
+	sizes, caddy, store          string
 	agents, calls, conns, rounds int64
 	pause, duration              time.Duration
 	jitter                       float64
@@ -40,6 +40,7 @@ func proxyBenchOptions(c *proxyBenchConfig) []option {
 		{flag: "conns", env: "RCM_BENCH_CONNS", help: "connections of the throughput phase (default 8)", set: intOpt(&c.conns)},
 		{flag: "duration", env: "RCM_BENCH_DURATION", help: "throughput phase per target and round (default 2s)", set: durationOpt(&c.duration)},
 		{flag: "rounds", env: "RCM_BENCH_ROUNDS", help: "rounds over every target (default 3)", set: intOpt(&c.rounds)},
+		{flag: "store", env: "RCM_BENCH_STORE", help: "a PostgreSQL database (postgres://...; its data is the bench's) on which a second rcm serve is measured beside bbolt's, as native-pg, router-pg and rcm-pg (default: none)", set: stringOpt(&c.store)},
 		{flag: "caddy", env: "RCM_BENCH_CADDY", help: "measure Caddy's reverse_proxy too: auto (when on PATH), true or false (default auto)", set: stringOpt(&c.caddy)},
 	}
 }
@@ -139,20 +140,39 @@ func benchProxy(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, m := range []string{"native", "router", "rcm"} {
 		cfg.Targets = append(cfg.Targets, overhead.Target{Name: m, Base: proxyURL + "/" + m + "/v1"})
 	}
+	stores := []struct{ name, url string }{{"bbolt", proxyURL}}
+	if c.store != "" {
+		pgURL, err := start("rcm serve --store", "serve", "--upstream", "http://"+upAddr+"/v1", "--store", c.store, "--mode", "native")
+		if err != nil {
+			return err
+		}
+		for _, m := range []string{"native", "router", "rcm"} {
+			cfg.Targets = append(cfg.Targets, overhead.Target{Name: m + "-pg", Base: pgURL + "/" + m + "/v1"})
+		}
+		stores = append(stores, struct{ name, url string }{"PostgreSQL", pgURL})
+	}
 
-	// The proxy's own count of calls that waited for their session's
+	// Each proxy's own count of calls that waited for their session's
 	// earlier writes, read as each phase ends.
-	var waits []storeWaits
-	cfg.Ended = func(string) { waits = append(waits, readWaits(proxyURL)) }
+	waits := make([][]storeWaits, len(stores))
+	cfg.Ended = func(string) {
+		for i, s := range stores {
+			waits[i] = append(waits[i], readWaits(s.url))
+		}
+	}
 	res, err := overhead.Run(ctx, cfg)
 	if res != nil {
 		res.Write(stdout)
 	}
-	if len(waits) == 2 {
-		lat, all := waits[0], waits[1]
-		fmt.Fprintf(stdout, "\n### Store waits (rcm's /rcm/metrics, router and rcm mode)\n\n")
+	for i, s := range stores {
+		if len(waits[i]) != 2 {
+			continue
+		}
+		lat, all := waits[i][0], waits[i][1]
+		fmt.Fprintf(stdout, "\n### Store waits and write lag on %s (rcm's /rcm/metrics, router and rcm mode)\n\n", s.name)
 		fmt.Fprintf(stdout, "- latency phases: %d calls waited for their session's earlier writes, %v in all%s\n", lat.n, lat.sum.Round(100*time.Microsecond), lat.outcomes(storeWaits{}))
 		fmt.Fprintf(stdout, "- throughput phase (no pause): %d calls waited, %v in all%s\n", all.n-lat.n, (all.sum - lat.sum).Round(100*time.Microsecond), all.outcomes(lat))
+		fmt.Fprintf(stdout, "- write lag (answer to stored), mean: latency phases %v, throughput phase %v\n", lat.meanLag(storeWaits{}), all.meanLag(lat))
 	}
 	return err
 }
@@ -163,6 +183,17 @@ type storeWaits struct {
 	n   int
 	sum time.Duration
 	by  map[string]int
+	// lags and lag count and sum up rcm_store_lag_seconds.
+	lags int
+	lag  time.Duration
+}
+
+// meanLag is the mean write lag of the writes since before.
+func (w storeWaits) meanLag(before storeWaits) time.Duration {
+	if n := w.lags - before.lags; n > 0 {
+		return ((w.lag - before.lag) / time.Duration(n)).Round(100 * time.Microsecond)
+	}
+	return 0
 }
 
 // outcomes describes how the waits since before ended, "" when none did:
@@ -202,6 +233,10 @@ func readWaits(base string) storeWaits {
 			w.n = int(f)
 		case name == "rcm_store_wait_seconds_sum":
 			w.sum = time.Duration(f * float64(time.Second))
+		case name == "rcm_store_lag_seconds_count":
+			w.lags = int(f)
+		case name == "rcm_store_lag_seconds_sum":
+			w.lag = time.Duration(f * float64(time.Second))
 		}
 	}
 	return w

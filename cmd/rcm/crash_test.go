@@ -24,10 +24,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Durability promise (README, Security): every call whose answer reached
-// the client more than lossWindow before a crash is recorded.
-const lossWindow = time.Second
-
 // Shape of the kill -9 trials: RCM_CRASH_TRIALS (default 100) runs of
 // crashSessions concurrent sessions sending calls until the kill.
 const crashSessions = 50

@@ -15,6 +15,7 @@ Usage:
 ` + benchCommands + `  rcm inspect [SESSION]      show a running rcm's sessions, tasks, records and decisions
                              (live in a browser: http://127.0.0.1:8787/rcm/)
   rcm store compact          shrink the store file to its live data (rcm serve stopped)
+  rcm store migrate          bring a PostgreSQL store's schema up to date (check: verify it)
   rcm statusline             one line for Claude Code's status line (reads its session JSON on stdin)
   rcm version                print the version
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
 	"github.com/rcm-dev/rcm/redact"
 )
@@ -25,6 +26,7 @@ func serveOptions(c *proxy.Config) []option {
 		{flag: "mode", env: "RCM_MODE", help: "default mode: native, router or rcm (default rcm); per request: X-RCM-Mode or a /native|/router|/rcm path prefix", set: func(s string) error { c.Mode = proxy.Mode(s); return nil }},
 		{flag: "threshold", env: "RCM_THRESHOLD", help: "router confidence below which the full history is kept, in (0, 1] (default " + strconv.FormatFloat(proxy.DefaultThreshold, 'f', -1, 64) + "); per request: X-RCM-Threshold", set: thresholdOpt(&c.Threshold)},
 		{flag: "db", env: "RCM_DB", help: "bbolt store file (default: rcm/rcm.db under the user's data directory)", set: stringOpt(&c.DB)},
+		storeOption(&c.Store),
 		{flag: "max-body", env: "RCM_MAX_BODY", help: "largest request body in bytes; larger ones get 413 (default 33554432, 32 MiB)", set: intOpt(&c.MaxBody)},
 		{flag: "header-timeout", env: "RCM_HEADER_TIMEOUT", help: "longest wait for the upstream's response headers before 504 (default 10m)", set: durationOpt(&c.HeaderTimeout)},
 		{flag: "dial-timeout", env: "RCM_DIAL_TIMEOUT", help: "longest wait to connect to the upstream before 502 (default 10s)", set: durationOpt(&c.DialTimeout)},
@@ -78,7 +80,7 @@ func serve(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "anthropic_upstream", cfg.AnthropicUpstream, "mode", cfg.Mode, "threshold", cfg.Threshold, "db", cfg.DB)
+	log.Info("rcm serving", "listen", ln.Addr().String(), "upstream", cfg.Upstream, "anthropic_upstream", cfg.AnthropicUpstream, "mode", cfg.Mode, "threshold", cfg.Threshold, "store", storeName(cfg))
 	select {
 	case err := <-errc:
 		return err
@@ -106,4 +108,17 @@ func serve(args []string) error {
 		srv.Close()
 	}
 	return nil
+}
+
+// storeOption is --store, the PostgreSQL database replicas share.
+func storeOption(p *string) option {
+	return option{flag: "store", env: "RCM_STORE", help: "PostgreSQL database shared by rcm replicas, postgres://user@host/db (the libpq PG* variables fill what it leaves out); instead of --db", set: stringOpt(p)}
+}
+
+// storeName is the store cfg names, for the log: never a password.
+func storeName(cfg proxy.Config) string {
+	if cfg.Store != "" {
+		return memory.Redacted(cfg.Store)
+	}
+	return cfg.DB
 }

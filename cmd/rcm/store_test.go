@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/pgtest"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
 )
@@ -137,5 +138,28 @@ func TestServeLogRedacted(t *testing.T) {
 	start := <-lines
 	if strings.Contains(start, "hunter2hunter2") || !strings.Contains(start, "rcm:[redacted:url-password]@127.0.0.1:9") {
 		t.Fatalf("start line: %s", start)
+	}
+}
+
+// TestStoreMigrateCheck: rcm store check fails on a database rcm has not
+// migrated, rcm store migrate brings it to this rcm's schema (once: a
+// second run changes nothing), and check then passes.
+func TestStoreMigrateCheck(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	run := func(args ...string) (string, error) {
+		out, err := command(append([]string{"store"}, append(args, "--store", dsn)...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("check"); err == nil || !strings.Contains(out, "schema version 0") {
+		t.Fatalf("check before migrate: %v\n%s", err, out)
+	}
+	if out, err := run("migrate"); err != nil || !strings.Contains(out, "schema version 0 -> 1") {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	if out, err := run("migrate"); err != nil || !strings.Contains(out, "schema version 1 -> 1") {
+		t.Fatalf("migrate again: %v\n%s", err, out)
+	}
+	if out, err := run("check"); err != nil || !strings.Contains(out, "schema version 1 (this rcm's: 1), 0 sessions") {
+		t.Fatalf("check after migrate: %v\n%s", err, out)
 	}
 }

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/pgtest"
+	"github.com/rcm-dev/rcm/internal/scripted"
+)
+
+// replicaCall is one call of a test session: a captured request, its
+// history cut at a point where the harness would call.
+type replicaCall struct {
+	key    string // session/index, sent upstream as X-Test-Call
+	path   string
+	header http.Header
+	body   []byte
+}
+
+// replicaSessions builds n sessions from the captured agent requests of
+// OpenCode, Claude Code and Codex: each re-sends its capture's history
+// cut after every user message or tool result (as the harness calls),
+// then opens a second task and returns to the first by tag, and ends with
+// its client's captured compaction call, which rcm mode fills with every
+// task's record of the session.
+func replicaSessions(t *testing.T, n int) [][]replicaCall {
+	type source struct {
+		dir        string
+		agent      []string
+		compaction string
+	}
+	sources := []source{
+		{capture.Dir(), []string{"first_agent_request", "continue_request", "tool_result_request", "after_autocompaction_request", "anthropic_messages_request", "responses_api_request"}, "compaction_manual_request"},
+		{capture.ClaudeCodeDir(), []string{"first_agent_request", "continue_request", "tool_result_request", "interactive_first_request", "resume_by_id_request", "after_manual_compaction_request"}, "compaction_manual_request"},
+		{capture.CodexDir(), []string{"first_agent_request", "tool_result_request", "classic_tools_tool_result_request", "resume_by_id_request", "resume_last_request", "after_compaction_request", "tui_first_request"}, "compaction_inline_request"},
+	}
+	var out [][]replicaCall
+	for i := range n {
+		src := sources[i%len(sources)]
+		req := capture.LoadIn(t, src.dir, src.agent[(i/len(sources))%len(src.agent)])
+		session := fmt.Sprintf("replica-%02d", i)
+		field := "messages"
+		if strings.Contains(req.Path, "responses") {
+			field = "input"
+		}
+		var items []string
+		gjson.GetBytes(req.Body, field).ForEach(func(_, v gjson.Result) bool {
+			items = append(items, v.Raw)
+			return true
+		})
+		items = append(items,
+			`{"role":"user","content":"[task: changelog] Separately: write the changelog entry for this release."}`,
+			`{"role":"assistant","content":"Done: CHANGELOG.md has the entry."}`,
+			`{"role":"user","content":"[task: t1] Back to the first task: run the tests again and fix what fails."}`)
+		var calls []replicaCall
+		add := func(r capture.Request, body []byte) {
+			h := r.Header.Clone()
+			h.Set("X-RCM-Session", session)
+			h.Set("X-RCM-Mode", "rcm")
+			key := fmt.Sprintf("%s/%02d", session, len(calls))
+			h.Set("X-Test-Call", key)
+			calls = append(calls, replicaCall{key, r.Path, h, body})
+		}
+		for k := 1; k <= len(items); k++ {
+			last := gjson.Parse(items[k-1])
+			role, typ := last.Get("role").String(), last.Get("type").String()
+			if role == "assistant" || role == "system" || role == "developer" || typ == "function_call" || typ == "custom_tool_call" || typ == "reasoning" {
+				continue
+			}
+			// Harness context (Codex's <environment_context>) is no
+			// request: no harness calls after it alone.
+			if text := last.Get("content.0.text").String() + last.Get("content").Str; strings.HasPrefix(text, "<environment_context>") {
+				continue
+			}
+			body, err := sjson.SetRawBytes(bytes.Clone(req.Body), field, []byte("["+strings.Join(items[:k], ",")+"]"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(req, body)
+		}
+		comp := capture.LoadIn(t, src.dir, src.compaction)
+		add(comp, comp.Body)
+		out = append(out, calls)
+	}
+	return out
+}
+
+// forwarded runs every session's calls in order, the sessions at once,
+// each call through one of addrs picked by pick, and returns what the
+// upstream received for each call.
+func forwarded(t *testing.T, up *scripted.Server, sessions [][]replicaCall, addrs []string, pick func(session, call int) int) map[string][]byte {
+	t.Helper()
+	up.Reset()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sessions))
+	for si, calls := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ci, c := range calls {
+				addr := addrs[pick(si, ci)]
+				req, err := http.NewRequest(http.MethodPost, "http://"+addr+c.path, bytes.NewReader(c.body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				req.Header = c.header.Clone()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", c.key, err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("X-RCM-Fallback") == "error" {
+					errs <- fmt.Errorf("%s: status %d, fallback %q", c.key, resp.StatusCode, resp.Header.Get("X-RCM-Fallback"))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	for _, r := range up.Requests() {
+		if k := r.Header.Get("X-Test-Call"); k != "" {
+			got[k] = r.Body
+		}
+	}
+	return got
+}
+
+// TestTwoReplicasForwardAsOne: two `rcm serve` processes on one
+// PostgreSQL database, 20 sessions of captured OpenCode, Claude Code and
+// Codex calls (a task switch and back, a compaction) sent to either at
+// random: every call's forwarded body is byte-identical to the same call
+// through one rcm on PostgreSQL, and through one rcm on bbolt.
+func TestTwoReplicasForwardAsOne(t *testing.T) {
+	pgtest.Need(t)
+	up := scripted.New(scripted.Script{Default: scripted.Reply{Text: "Done."}})
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	sessions := replicaSessions(t, 20)
+	var logs []<-chan string
+	var a, b string
+	serveOn := func(store ...string) string {
+		cmd := command(append([]string{"serve", "--listen", "127.0.0.1:0", "--upstream", srv.URL + "/v1", "--anthropic-upstream", srv.URL, "--mode", "rcm"}, store...)...)
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		addr, lines := startServe(t, cmd)
+		logs = append(logs, lines)
+		return addr
+	}
+	defer func() {
+		if t.Failed() {
+			for _, addr := range []string{a, b} {
+				resp, err := http.Get("http://" + addr + "/rcm/metrics")
+				if err == nil {
+					m, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					for _, l := range strings.Split(string(m), "\n") {
+						if strings.Contains(l, "store_wait") {
+							t.Logf("%s: %s", addr, l)
+						}
+					}
+				}
+			}
+			for i, l := range logs {
+				for len(l) > 0 {
+					t.Logf("rcm %d: %s", i, <-l)
+				}
+			}
+		}
+	}()
+	calls := 0
+	for _, s := range sessions {
+		calls += len(s)
+	}
+
+	bolt := forwarded(t, up, sessions, []string{serveOn("--db", filepath.Join(t.TempDir(), "rcm.db"))}, func(int, int) int { return 0 })
+	one := forwarded(t, up, sessions, []string{serveOn("--store", pgtest.Schema(t))}, func(int, int) int { return 0 })
+	shared := pgtest.Schema(t)
+	a, b = serveOn("--store", shared), serveOn("--store", shared)
+	rng := rand.New(rand.NewPCG(25, 2))
+	var mu sync.Mutex
+	two := forwarded(t, up, sessions, []string{a, b}, func(int, int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.IntN(2)
+	})
+	if len(bolt) != calls {
+		t.Fatalf("the upstream saw %d of %d calls", len(bolt), calls)
+	}
+	// The calls must exercise the store: most routed (what they forward
+	// differs from what was sent), and records injected.
+	changed, records := 0, 0
+	for _, s := range sessions {
+		for _, c := range s {
+			if !bytes.Equal(bolt[c.key], c.body) {
+				changed++
+			}
+			if bytes.Contains(bolt[c.key], []byte("rcm-task-state")) {
+				records++
+			}
+		}
+	}
+	if changed < calls/2 || records < len(sessions) {
+		t.Fatalf("of %d calls only %d were changed and %d carried a record: the test does not exercise the store", calls, changed, records)
+	}
+	for _, s := range sessions {
+		for _, c := range s {
+			switch {
+			case !bytes.Equal(one[c.key], bolt[c.key]):
+				t.Errorf("%s: one replica on PostgreSQL forwarded %s", c.key, diff(one[c.key], bolt[c.key]))
+			case !bytes.Equal(two[c.key], one[c.key]):
+				t.Errorf("%s: two replicas forwarded %s", c.key, diff(two[c.key], one[c.key]))
+			}
+		}
+	}
+	t.Logf("%d sessions, %d calls (%d changed by rcm, %d with a task record): two replicas forwarded what one does, byte for byte", len(sessions), calls, changed, records)
+}
+
+// diff shows where got departs from want.
+func diff(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-200)
+	return fmt.Sprintf("%d bytes, want %d; from byte %d:\n%.400s\nwant\n%.400s", len(got), len(want), from, got[from:], want[from:])
+}

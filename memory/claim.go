@@ -118,13 +118,23 @@ func newReplica() ([]byte, int64) {
 
 // olderClaims is whether the session ($1) has claims before the one id
 // names of other processes ($2 their nonce) that still live: whose
-// liveness lock is held (pg_locks shows a bigint key as two oids).
+// liveness lock is held (pg_locks shows a bigint key as two oids), or,
+// for a claim made while its process held none (pid 0: its listening
+// connection was down), that are younger than claimUnwatched.
 func olderClaims(id string) string {
 	return `SELECT EXISTS (SELECT 1 FROM rcm_claims c WHERE c.session = $1 AND c.id < ` + id + ` AND c.nonce <> $2
 AND c.at > now() - interval '10 minutes'
-AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = c.pid
-	AND l.classid = ((c.live >> 32) & 4294967295)::oid AND l.objid = (c.live & 4294967295)::oid))`
+AND (c.pid = 0 AND c.at > now() - interval '` + strconv.Itoa(int(claimUnwatched/time.Second)) + ` seconds'
+	OR EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = c.pid
+	AND l.classid = ((c.live >> 32) & 4294967295)::oid AND l.objid = (c.live & 4294967295)::oid)))`
 }
+
+// claimUnwatched is how long a claim made without a liveness lock makes
+// others wait for it: nothing says when its process dies, so it counts
+// for about as long as a call's answer and write take on a working
+// replica (its waiters still wait at most their own bound each), and not
+// for the 10 minutes after which any claim is over.
+const claimUnwatched = 30 * time.Second
 
 // claim inserts the call's claim and reads whether older ones of other
 // replicas are open, in one round trip. The claim commits without waiting
@@ -297,4 +307,19 @@ func (s *Store) Outages() uint64 {
 		return p.outages.Load()
 	}
 	return 0
+}
+
+// awaitListening waits, until ctx ends, for follow to hold the liveness
+// lock, and says whether it does.
+func (p *pgStore) awaitListening(ctx context.Context) bool {
+	tick := time.NewTicker(claimPoll)
+	defer tick.Stop()
+	for !p.listening.Load() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }

@@ -130,6 +130,13 @@ func OpenPostgres(dsn string, opts Options) (*Store, error) {
 	b := &pgStore{pool: pool, log: opts.Log, stop: make(chan struct{}), followed: make(chan struct{})}
 	b.replica, b.live = newReplica()
 	go b.follow(cfg.ConnConfig)
+	// Until the liveness lock is held, this store's claims are only
+	// trusted for claimUnwatched: a replica is not ready before it is.
+	lctx, lcancel := context.WithTimeout(ctx, 2*pgConnectTimeout)
+	defer lcancel()
+	if !b.awaitListening(lctx) {
+		opts.Log.Warn("store: not yet listening for other replicas' events; claims count for a bounded time meanwhile", "store", Redacted(dsn))
+	}
 	return start(b, Redacted(dsn), opts), nil
 }
 
@@ -144,8 +151,9 @@ func (s *pgStore) close() error {
 }
 
 // fail returns err, marking the database down for pgDownFor when err says
-// it could not be reached (anything but an answer of the server's that is
-// not about its connections), so that calls do not each wait for it.
+// it could not be reached (a failed connection, or an answer of the
+// server's about its connections; not a statement that ran past its
+// bound), so that calls do not each wait for it.
 func (s *pgStore) fail(err error) error {
 	if err == nil {
 		return nil
@@ -155,6 +163,13 @@ func (s *pgStore) fail(err error) error {
 		return err
 	}
 	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// A call whose client left, or a statement slower than its
+		// bound on a busy server: the database answers, and marking it
+		// down would fail every other call for pgDownFor.
 		return err
 	}
 	now := time.Now()

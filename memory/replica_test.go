@@ -2,11 +2,14 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rcm-dev/rcm/internal/pgtest"
 )
@@ -97,7 +100,6 @@ func TestClaimWaitsForOtherReplica(t *testing.T) {
 	}
 	defer a.Close()
 	b := pgReplica(t, dsn)
-	waitLive(t, a, b)
 	ctx := context.Background()
 	c1, _, outcome := a.Claim(ctx, "ses", time.Second)
 	if outcome != "" {
@@ -143,7 +145,6 @@ func TestFollowSeesOtherReplicasEvents(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	a := pgReplica(t, dsn)
 	b := pgReplica(t, dsn)
-	waitLive(t, a, b)
 	got := make(chan string, 10)
 	b.Follow(func(session string, e Event) { got <- fmt.Sprintf("%s %d %s", session, e.Seq, e.Task) })
 	for _, s := range []*Store{a, b, a} {
@@ -179,16 +180,54 @@ func pgReplica(t *testing.T, dsn string) *Store {
 	return s
 }
 
-// waitLive waits until each store holds its liveness lock and listens.
-func waitLive(t *testing.T, ss ...*Store) {
-	t.Helper()
-	for _, s := range ss {
-		deadline := time.Now().Add(5 * time.Second)
-		for !s.b.(*pgStore).listening.Load() {
-			if time.Now().After(deadline) {
-				t.Fatal("store never listened")
-			}
-			time.Sleep(5 * time.Millisecond)
+// TestClaimsCountFromOpen: a store holds its liveness lock once
+// OpenPostgres returns, so that another replica waits for its very first
+// claims (a replica's first calls once were not waited for); and a claim
+// made while its store holds no lock (its listening connection down)
+// still counts, for a bounded time.
+func TestClaimsCountFromOpen(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	a, b := pgReplica(t, dsn), pgReplica(t, dsn)
+	if !a.b.(*pgStore).listening.Load() {
+		t.Fatal("OpenPostgres returned before its store held its liveness lock")
+	}
+	ctx := context.Background()
+	a.Claim(ctx, "ses", time.Second)
+	if _, _, outcome := b.Claim(ctx, "ses", 100*time.Millisecond); outcome != "bound" {
+		t.Fatalf("a claim made at once after open: the other replica's wait ended %q, want bound", outcome)
+	}
+	p := a.b.(*pgStore)
+	pid := p.pid.Swap(0)
+	a.Claim(ctx, "unwatched", time.Second)
+	p.pid.Store(pid)
+	if _, _, outcome := b.Claim(ctx, "unwatched", 100*time.Millisecond); outcome != "bound" {
+		t.Fatalf("a claim made without a liveness lock: the other replica's wait ended %q, want bound", outcome)
+	}
+}
+
+// TestSlowStatementIsNotAnOutage: a statement past its bound, or one
+// whose caller left, fails alone; a failed connection marks the database
+// down, so that calls meanwhile fail at once.
+func TestSlowStatementIsNotAnOutage(t *testing.T) {
+	p := pgReplica(t, pgtest.Schema(t)).b.(*pgStore)
+	for _, err := range []error{context.DeadlineExceeded, fmt.Errorf("timeout: %w", context.DeadlineExceeded), context.Canceled} {
+		if got := p.fail(err); errors.Is(got, ErrUnavailable) {
+			t.Errorf("fail(%v) = %v, want it unchanged", err, got)
 		}
+		if err := p.check(); err != nil {
+			t.Fatalf("after fail(%v) the store is marked down: %v", err, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := pgconn.Connect(ctx, "postgres://rcm@127.0.0.1:1/none?connect_timeout=1")
+	if err == nil {
+		t.Fatal("connected to port 1")
+	}
+	if got := p.fail(err); !errors.Is(got, ErrUnavailable) {
+		t.Errorf("fail(%v) = %v, want ErrUnavailable", err, got)
+	}
+	if err := p.check(); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("after a failed connection check() = %v, want ErrUnavailable", err)
 	}
 }

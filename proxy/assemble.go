@@ -200,13 +200,13 @@ func (h *Handler) waitWrites(r *http.Request, a *assembly) {
 }
 
 // waitReplicas claims the call's writes for the replicas sharing the
-// store and waits (at most maxPendingWait) for the writes of the
+// store and waits (at most maxReplicaWait) for the writes of the
 // session's calls that other replicas claimed before: those cannot be
 // read ahead of their commit, as this process's own can. The wait is
 // counted in the metrics as "replica" (they committed), "bound",
 // "cancelled" or "error" (the store could not say: the call goes on).
 func (h *Handler) waitReplicas(r *http.Request, a *assembly) {
-	c, d, outcome := h.store.Claim(r.Context(), a.session, maxPendingWait)
+	c, d, outcome := h.store.Claim(r.Context(), a.session, maxReplicaWait)
 	if outcome != "" {
 		h.metrics.observeWait(d, outcome)
 	}

@@ -2,20 +2,28 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/pgtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 )
@@ -242,4 +250,153 @@ func diff(got, want []byte) string {
 	}
 	from := max(0, i-200)
 	return fmt.Sprintf("%d bytes, want %d; from byte %d:\n%.400s\nwant\n%.400s", len(got), len(want), from, got[from:], want[from:])
+}
+
+// TestTwoReplicasRealOpenCode runs the real OpenCode client through a
+// balancer that sends each of its calls to the other of two `rcm serve`
+// replicas sharing one PostgreSQL database: a task, a second one, a return
+// to the first by tag, and OpenCode's own compaction. Then it sends the
+// very requests OpenCode made, in the order they came, through one rcm on
+// a database of its own: every call's forwarded body is byte-identical.
+func TestTwoReplicasRealOpenCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real OpenCode client")
+	}
+	pgtest.Need(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	bin, err := opencode.Install(ctx, "", opencode.Version)
+	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
+
+	up := scripted.New(scripted.Script{
+		Models: []string{opencode.DefaultModelID},
+		Rules: []scripted.Rule{
+			{When: scripted.Match{Kind: "title"}, Reply: scripted.Reply{Text: "Two tasks"}},
+			{When: scripted.Match{Kind: "compaction"}, Reply: scripted.Reply{Text: "## Task alpha\nGreeted.\n## Task beta\nNote written."}},
+			{When: scripted.Match{User: "run the greeting tool", Last: "user"}, Reply: scripted.Reply{ToolCalls: []scripted.ToolCall{
+				{Name: "bash", Arguments: `{"command":"echo hello-from-tool","description":"Print a greeting"}`}}}},
+			{When: scripted.Match{User: "run the greeting tool", Tool: "hello-from-tool"}, Reply: scripted.Reply{Text: "The tool said hello-from-tool."}},
+			{When: scripted.Match{User: "write the note", Last: "user"}, Reply: scripted.Reply{ToolCalls: []scripted.ToolCall{
+				{Name: "write", Arguments: `{"filePath":"{{workdir}}/note.txt","content":"written through rcm\n"}`}}}},
+			{When: scripted.Match{User: "write the note", Last: "tool"}, Reply: scripted.Reply{Text: "Wrote note.txt."}},
+		},
+		Default: scripted.Reply{Text: "unscripted call"},
+	})
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	serveOn := func(store string) string {
+		cmd := command("serve", "--listen", "127.0.0.1:0", "--upstream", srv.URL+"/v1", "--mode", "rcm", "--store", store)
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		addr, _ := startServe(t, cmd)
+		return addr
+	}
+	shared := pgtest.Schema(t)
+	replicas := []string{serveOn(shared), serveOn(shared)}
+
+	// The balancer: call n goes to replica n%2, marked X-Test-Call: n.
+	type call struct {
+		path   string
+		header http.Header
+		body   []byte
+	}
+	var mu sync.Mutex
+	var calls []call
+	lb := httptest.NewServer(&httputil.ReverseProxy{
+		FlushInterval: -1,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			body, _ := io.ReadAll(pr.In.Body)
+			pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+			mu.Lock()
+			n := len(calls)
+			pr.Out.Header.Set("X-Test-Call", strconv.Itoa(n))
+			calls = append(calls, call{pr.In.URL.Path, pr.Out.Header.Clone(), body})
+			mu.Unlock()
+			pr.SetURL(&url.URL{Scheme: "http", Host: replicas[n%2]})
+		},
+	})
+	defer lb.Close()
+
+	home := t.TempDir()
+	env, err := opencode.Env(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (opencode.Config{Proxy: lb.URL, APIKey: "sk-client", Modes: []string{"rcm"}}).Write(opencode.GlobalConfig(home)); err != nil {
+		t.Fatal(err)
+	}
+	oc, err := opencode.Start(ctx, bin, t.TempDir(), env, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	dir := t.TempDir()
+	s, err := oc.CreateSession(ctx, dir, "two tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range []struct{ text, want string }{
+		{"[task: alpha] Please run the greeting tool.", "The tool said hello-from-tool."},
+		{"[task: beta] Now write the note file.", "Wrote note.txt."},
+		{"[task: alpha] Please run the greeting tool once more.", "The tool said hello-from-tool."},
+	} {
+		m, err := oc.Prompt(ctx, s.ID, dir, "rcm", opencode.DefaultModelID, tn.text)
+		if err != nil {
+			t.Fatalf("%v\nopencode output:\n%s", err, oc.Output())
+		}
+		if m.Text() != tn.want {
+			t.Fatalf("turn %q answered %q", tn.text, m.Text())
+		}
+	}
+	if err := oc.Summarize(ctx, s.ID, dir, "rcm", opencode.DefaultModelID); err != nil {
+		t.Fatalf("%v\nopencode output:\n%s", err, oc.Output())
+	}
+	two := map[string][]byte{}
+	for _, r := range up.Requests() {
+		two[r.Header.Get("X-Test-Call")] = r.Body
+	}
+
+	up.Reset()
+	one := serveOn(pgtest.Schema(t))
+	mu.Lock()
+	sent := slices.Clone(calls)
+	mu.Unlock()
+	for _, c := range sent {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+one+c.path, bytes.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = c.header
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	routed, records := 0, 0
+	for _, r := range up.Requests() {
+		k := r.Header.Get("X-Test-Call")
+		if !bytes.Equal(two[k], r.Body) {
+			t.Errorf("call %s: two replicas forwarded %s", k, diff(two[k], r.Body))
+		}
+		if r.Kind == "agent" && !bytes.Equal(r.Body, sent[mustAtoi(t, k)].body) {
+			routed++
+		}
+		if bytes.Contains(r.Body, []byte("rcm-task-state")) {
+			records++
+		}
+	}
+	if len(two) != len(sent) || routed < 4 || records < 2 {
+		t.Fatalf("%d calls sent, %d forwarded; %d agent calls changed by rcm, %d carrying a record: the run does not exercise the shared store", len(sent), len(two), routed, records)
+	}
+	t.Logf("OpenCode made %d calls across two replicas (%d agent calls routed, %d with a task record): one replica forwards the same bytes", len(sent), routed, records)
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

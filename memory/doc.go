@@ -49,9 +49,11 @@
 // the writes of the calls other replicas claimed before it, which it
 // cannot read ahead of their commit; claims end in the call's write
 // transaction, or with the liveness lock of their store's listening
-// connection (a killed process, a restarted server). That connection also
+// connection (a killed process, a restarted server); OpenPostgres returns
+// once that lock is held, and a claim made while it is not (the
+// connection down) counts for claimUnwatched. That connection also
 // LISTENs for the events other replicas commit (Follow). An unreachable
-// database fails operations at once for 1 s after each failure
+// database fails operations at once for 1 s after each failed connection
 // (ErrUnavailable), logged once per 10 s and counted (Outages); the pool
 // reconnects by itself. The sweep runs on one replica at a time.
 //

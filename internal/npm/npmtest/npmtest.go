@@ -37,32 +37,26 @@ var (
 		func(ctx context.Context) (string, error) { return codex.Install(ctx, "") }}
 )
 
-// Install returns the client's binary, or ends the test as Need does.
+// Install returns the client's binary, or ends the test: it skips when
+// npm is missing or its registry unreachable, unless CI is set (package
+// ci) and the client's RCM_REQUIRE_* variable is "1", where that fails, as
+// does any other error.
 func (c Client) Install(ctx context.Context, t testing.TB) string {
 	t.Helper()
 	start := time.Now()
 	bin, err := c.install(ctx)
-	Need(t, c.name, c.require, err)
-	t.Logf("%s at %s (%v)", c.name, bin, time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
-// Need ends the test unless err is nil: it skips when npm is missing or
-// its registry unreachable, unless CI is set (package ci) and the environment variable
-// require is "1", where that fails, as does any other error. client names
-// the client and its version in the message.
-func Need(t testing.TB, client, require string, err error) {
-	t.Helper()
 	cannot := errors.Is(err, npm.ErrNoNPM) || errors.Is(err, npm.ErrUnreachable)
 	switch {
 	case err == nil:
-	case cannot && (!ci.On() || os.Getenv(require) != "1"):
-		t.Skipf("skipping: %s cannot be installed from npm here: %v (CI=true %s=1 makes this a failure)", client, err, require)
+	case cannot && (!ci.On() || os.Getenv(c.require) != "1"):
+		t.Skipf("skipping: %s cannot be installed from npm here: %v (CI=true %s=1 makes this a failure)", c.name, err, c.require)
 	case cannot:
-		t.Fatalf("%s is required here (CI, %s=1) but cannot be installed: %v", client, require, err)
+		t.Fatalf("%s is required here (CI, %s=1) but cannot be installed: %v", c.name, c.require, err)
 	default:
 		t.Fatal(err)
 	}
+	t.Logf("%s at %s (%v)", c.name, bin, time.Since(start).Round(time.Millisecond))
+	return bin
 }
 
 // Prepare starts a test that runs the client: it skips under -short,

@@ -235,6 +235,11 @@ func createSessionBucket(tx *bolt.Tx, session string, name []byte) (*bolt.Bucket
 	return sb.CreateBucketIfNotExists(name)
 }
 
+// ReadTxs returns how many read transactions the store has started since
+// Open (bbolt's own count): what a call costs the store in reads, which
+// the proxy's tests hold to one a call.
+func (s *Store) ReadTxs() int { return s.db.Stats().TxN }
+
 // view runs a read transaction, wrapping its error with the operation.
 func (s *Store) view(op string, fn func(*bolt.Tx) error) error {
 	if err := s.db.View(fn); err != nil {

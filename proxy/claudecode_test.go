@@ -27,14 +27,15 @@ func bodies(up *scripted.Server, n int) [][]byte {
 }
 
 // TestClaudeCodeThroughRCM runs the real Claude Code (from npm) through rcm
-// in each mode against the scripted upstream (scripted.Marked): task alpha in one folder,
-// task beta in another (--continue), a subagent for beta, back to alpha
-// (--resume), /compact, back to beta. Claude Code must accept every answer (its runs succeed and
-// the files appear); native forwards every body unchanged; router and rcm
-// route each call to its task and forward none of the other task's turns,
-// the subagent's calls going out as sent on the parent's task;
-// rcm adds the returning task's record, briefs the summarisation call with
-// both tasks, and after it each task sees only its own summary section.
+// in each mode against the scripted upstream (scripted.Marked): task alpha
+// in one folder, task beta in another (--continue), a subagent for beta,
+// back to alpha (--resume), /compact, back to beta. Claude Code must accept
+// every answer (its runs succeed and the files appear); native forwards
+// every body unchanged; router and rcm route each call to its task and
+// forward none of the other task's turns, the subagent's calls going out
+// as sent on the parent's task; rcm adds the returning task's record,
+// briefs the summarisation call with both tasks, and after it each task
+// sees only its own summary section.
 func TestClaudeCodeThroughRCM(t *testing.T) {
 	ctx, bin := npmtest.ClaudeCode.Prepare(t, 8*time.Minute)
 	for _, mode := range []string{"native", "router", "rcm"} {

@@ -53,8 +53,9 @@ func codexRun(ctx context.Context, t *testing.T, bin string, env []string, dir s
 
 // TestCodexThroughRCM runs the real Codex CLI (npm @openai/codex) through
 // rcm in each mode, over HTTP and over WebSocket, against the scripted
-// Responses API (scripted.Marked): two tagged tasks working in two folders, resumed with
-// `exec resume --last`, then an inline compaction before the last turn.
+// Responses API (scripted.Marked): two tagged tasks working in two
+// folders, resumed with `exec resume --last`, then an inline compaction
+// before the last turn.
 // Codex must accept every answer (exit 0, the tool calls' files written);
 // native forwards Codex's bodies byte for byte; router and rcm forward the
 // returning task's calls with its own items and none of the other task's,

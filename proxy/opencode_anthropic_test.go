@@ -14,8 +14,8 @@ import (
 
 // TestOpenCodeAnthropicThroughRCM runs the real OpenCode with its Anthropic
 // provider (@ai-sdk/anthropic, /v1/messages) through rcm in each mode
-// against the scripted upstream (scripted.Marked): task alpha, task beta, back to
-// alpha, then a compaction. OpenCode must finish every turn with the
+// against the scripted upstream (scripted.Marked): task alpha, task beta,
+// back to alpha, then a compaction. OpenCode must finish every turn with the
 // scripted answer and run the scripted commands; native forwards every
 // body unchanged; router and rcm route each call of the return to alpha
 // without beta's turns; rcm adds alpha's record and briefs OpenCode's

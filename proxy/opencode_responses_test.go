@@ -15,8 +15,9 @@ import (
 
 // TestOpenCodeResponsesThroughRCM runs the real OpenCode with its OpenAI
 // provider (@ai-sdk/openai, which calls the Responses API) through rcm in
-// each mode against the scripted Responses API (scripted.Marked): two tagged tasks in two
-// folders, a return to the first, then OpenCode's compaction. OpenCode must
+// each mode against the scripted Responses API (scripted.Marked): two
+// tagged tasks in two folders, a return to the first, then OpenCode's
+// compaction. OpenCode must
 // finish every turn (the tool calls' files written); router and rcm forward
 // the returning task's calls with its own items and none of the other's,
 // rcm with its record; rcm's compaction call asks for one section per task.

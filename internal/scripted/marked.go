@@ -80,16 +80,21 @@ func summary(c Call) (Reply, bool) {
 }
 
 func subagent(c Call) (Reply, bool) {
-	if !slices.Contains(c.Tools, "Agent") {
+	m := agentMark.FindStringSubmatch(c.User)
+	if m == nil || !slices.Contains(c.Tools, "Agent") {
 		return Reply{}, false
 	}
-	prompt := strings.TrimSpace(agentMark.FindStringSubmatch(c.User)[1])
+	prompt := strings.TrimSpace(m[1])
 	return Reply{ToolCalls: []ToolCall{{Name: "Agent", Arguments: literal(map[string]any{
 		"description": "Run it in a subagent", "prompt": prompt, "subagent_type": "general-purpose", "run_in_background": false})}}}, true
 }
 
 func run(c Call) (Reply, bool) {
-	cmd := strings.TrimSpace(runMark.FindStringSubmatch(c.User)[1])
+	m := runMark.FindStringSubmatch(c.User)
+	if m == nil {
+		return Reply{}, false
+	}
+	cmd := strings.TrimSpace(m[1])
 	var tc ToolCall
 	switch {
 	case slices.Contains(c.Tools, "Bash"), slices.Contains(c.Tools, "bash"):

@@ -107,3 +107,17 @@ func TestMarkedOnCaptures(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkedMarkWithoutText: a mark with nothing after it asks for
+// nothing: the call gets the plain answer.
+func TestMarkedMarkWithoutText(t *testing.T) {
+	srv := httptest.NewServer(New(Marked()))
+	defer srv.Close()
+	for _, user := range []string{"RUN:", "AGENT:"} {
+		b := `{"tools":[{"name":"Bash"},{"name":"Agent"}],"messages":[{"role":"user","content":"` + user + `"}],"stream":true}`
+		m, _ := ask(t, srv.URL, capture.Request{Name: user, Path: "/v1/messages", Header: http.Header{}, Body: []byte(b)})
+		if m.Text() != "OK." || len(m.ToolCalls) != 0 {
+			t.Errorf("%q answered %q with %d calls", user, m.Text(), len(m.ToolCalls))
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// upgrader takes any origin: a test double serves whoever calls it.
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
 // socket serves the Responses API's WebSocket mode (Codex's): each
@@ -25,6 +26,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, hs Recorded) {
 		return // Upgrade has answered the client
 	}
 	defer conn.Close()
+	conn.SetReadLimit(maxBody)
 	// Frames are read apart from the answers so that a client going away
 	// ends an answer that waits (a delay, a hanging reply).
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,142 +2,49 @@ package proxy
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rcm-dev/rcm/internal/client/claudecode"
 	"github.com/rcm-dev/rcm/internal/npm/npmtest"
-	"github.com/rcm-dev/rcm/transcript"
-	"github.com/tidwall/gjson"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
-// claudeInstall returns the claude binary of claudecode.Version (the
-// release of the captures), installing it from npm into ~/.cache/rcm when
-// absent. It skips when that cannot be done, unless CI is set and
-// RCM_REQUIRE_CLAUDE=1, where that fails.
-func claudeInstall(ctx context.Context, t *testing.T) string {
-	bin, err := claudecode.Install(ctx, "")
-	npmtest.Need(t, "Claude Code "+claudecode.Version, "RCM_REQUIRE_CLAUDE", err)
-	return bin
-}
-
-// claudeUpstream is a scripted Anthropic Messages API: "RUN: cmd" in the
-// latest request makes it call Bash with cmd, a tool result makes it
-// report it, a summarisation call gets a <summary> with one "## Task"
-// section per <task> rcm listed (one section when none), "AGENT: prompt"
-// a subagent (the Agent tool) given prompt, count_tokens a count.
-type claudeUpstream struct {
-	bash string // the shell tool's name: Claude Code's "Bash" (default), OpenCode's "bash"
-
-	mu     sync.Mutex
-	bodies [][]byte
-	n      int
-}
-
-var (
-	runMark   = regexp.MustCompile(`RUN: ([^\n]+)`)
-	agentMark = regexp.MustCompile(`AGENT: ([^\n]+)`)
-	taskTag   = regexp.MustCompile(`<task id="([^"]+)"[^>]*>\n(?:Workspace: [^\n]*\n)?<requirement>([^<]*)</requirement>`)
-)
-
-func (u *claudeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	u.mu.Lock()
-	u.bodies = append(u.bodies, body)
-	u.n++
-	id := fmt.Sprintf("msg_%04d", u.n)
-	u.mu.Unlock()
-	if strings.HasSuffix(r.URL.Path, "/count_tokens") {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"input_tokens":1000}`)
-		return
+// bodies returns the bodies of the requests up received from the n-th on.
+func bodies(up *scripted.Server, n int) [][]byte {
+	var out [][]byte
+	for _, r := range up.Requests()[n:] {
+		out = append(out, r.Body)
 	}
-	tr, err := transcript.Parse(transcript.AnthropicMessages, body, transcript.Hints{})
-	if err != nil || len(tr.Messages) == 0 {
-		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
-		return
-	}
-	last := &tr.Messages[len(tr.Messages)-1]
-	for i := len(tr.Messages) - 1; i >= 0 && last.Role != "user"; i-- {
-		last = &tr.Messages[i]
-	}
-	switch {
-	case tr.Kind == transcript.Title:
-		writeMessagesStream(w, id, "Two tasks")
-	case tr.Kind == transcript.Compaction:
-		var b strings.Builder
-		b.WriteString("<analysis>The conversation so far.</analysis>\n<summary>\nShared: one project.\n")
-		tasks := taskTag.FindAllStringSubmatch(last.Text(), -1)
-		for _, m := range tasks {
-			fmt.Fprintf(&b, "\n## Task %s\n### Objective\n- %s\n", m[1], m[2])
-		}
-		if len(tasks) == 0 {
-			b.WriteString("\nAll requests so far were done.\n")
-		}
-		b.WriteString("</summary>")
-		writeMessagesStream(w, id, b.String())
-	case len(last.Results) > 0:
-		writeMessagesStream(w, id, "Done: "+strings.TrimSpace(last.Results[len(last.Results)-1].Text()))
-	case agentMark.MatchString(last.Text()) && gjson.GetBytes(body, `tools.#(name=="Agent")`).Exists():
-		writeMessagesStream(w, id, "", toolUse{ID: "toolu_" + id, Name: "Agent", Input: map[string]any{
-			"description": "Run it in a subagent", "prompt": agentMark.FindStringSubmatch(last.Text())[1],
-			"subagent_type": "general-purpose", "run_in_background": false}})
-	case runMark.MatchString(last.Text()):
-		cmd := runMark.FindStringSubmatch(last.Text())[1]
-		writeMessagesStream(w, id, "I will run it.", toolUse{ID: "toolu_" + id, Name: cmp.Or(u.bash, "Bash"), Input: map[string]any{"command": cmd, "description": "Run the requested command"}})
-	default:
-		writeMessagesStream(w, id, "OK.")
-	}
-}
-
-func (u *claudeUpstream) since(n int) [][]byte {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([][]byte(nil), u.bodies[n:]...)
-}
-
-func (u *claudeUpstream) count() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.bodies)
+	return out
 }
 
 // TestClaudeCodeThroughRCM runs the real Claude Code (from npm) through rcm
-// in each mode against the scripted upstream: task alpha in one folder,
-// task beta in another (--continue), a subagent for beta, back to alpha
-// (--resume), /compact, back to beta. Claude Code must accept every answer (its runs succeed and
-// the files appear); native forwards every body unchanged; router and rcm
-// route each call to its task and forward none of the other task's turns,
-// the subagent's calls going out as sent on the parent's task;
-// rcm adds the returning task's record, briefs the summarisation call with
-// both tasks, and after it each task sees only its own summary section.
+// in each mode against the scripted upstream (scripted.Marked): task alpha
+// in one folder, task beta in another (--continue), a subagent for beta,
+// back to alpha (--resume), /compact, back to beta. Claude Code must accept
+// every answer (its runs succeed and the files appear); native forwards
+// every body unchanged; router and rcm route each call to its task and
+// forward none of the other task's turns, the subagent's calls going out
+// as sent on the parent's task; rcm adds the returning task's record,
+// briefs the summarisation call with both tasks, and after it each task
+// sees only its own summary section.
 func TestClaudeCodeThroughRCM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real Claude Code client")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	bin := claudeInstall(ctx, t)
+	ctx, bin := npmtest.ClaudeCode.Prepare(t, 8*time.Minute)
 	for _, mode := range []string{"native", "router", "rcm"} {
 		t.Run(mode, func(t *testing.T) { claudeSession(ctx, t, bin, mode) })
 	}
 }
 
 func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
-	up := &claudeUpstream{}
+	up := scripted.New(scripted.Marked())
 	h, tap, rcm := tappedProxy(t, up)
 
 	home, project := t.TempDir(), t.TempDir()
@@ -156,7 +63,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 	}
 	claude := func(args ...string) (run, map[string]any) {
 		t.Helper()
-		seen, sent := len(tap.snapshot()), up.count()
+		seen, sent := len(tap.snapshot()), len(up.Requests())
 		cmd := exec.CommandContext(ctx, bin, append(append([]string{"-p"}, args...), "--output-format", "json", "--allowedTools", "Bash", "Agent")...)
 		cmd.Dir, cmd.Env = project, env
 		var stderr bytes.Buffer
@@ -167,7 +74,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 		if err != nil || json.Unmarshal(out, &res) != nil || res["is_error"] == true {
 			t.Fatalf("claude %q: %v\n%s\n%s", args, err, out, stderr.String())
 		}
-		return run{calls: tap.snapshot()[seen:], upstream: up.since(sent)}, res
+		return run{calls: tap.snapshot()[seen:], upstream: bodies(up, sent)}, res
 	}
 	r1, res := claude("[task: alpha] In " + alpha + " create a.txt. RUN: echo alpha-one > " + alpha + "/a.txt")
 	sid, _ := res["session_id"].(string)

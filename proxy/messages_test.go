@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -331,21 +332,10 @@ func TestMessagesCompaction(t *testing.T) {
 		return "<analysis>both tasks</analysis>\n<summary>\nShared: two checkouts.\n\n## Task " + tasks[0] +
 			"\n### Objective\n- fix the ORM compiler (ALPHA)\n\n## Task " + tasks[1] + "\n### Objective\n- URL validator test (BRAVO)\n</summary>"
 	}
-	var compactionPrompt string
-	rec := &recorder{}
-	// The recorder has read the body: answer from its copy.
-	rec.answer = func(w http.ResponseWriter, r *http.Request) {
-		rec.mu.Lock()
-		b := rec.bodies[len(rec.bodies)-1]
-		rec.mu.Unlock()
-		if strings.Contains(string(b), "Your task is to create a detailed summary") {
-			compactionPrompt = string(b)
-			writeMessagesStream(w, "msg_c", summary())
-			return
-		}
-		writeMessagesStream(w, "msg_a", "Done.")
-	}
-	srv, h := setup(t, rec, nil)
+	up := scripted.New(scripted.Script{Rules: []scripted.Rule{{When: scripted.Match{Kind: "compaction"},
+		Answer: func(scripted.Call) (scripted.Reply, bool) { return scripted.Reply{Text: summary()}, true }}},
+		Default: scripted.Reply{Text: "Done."}})
+	srv, h := setup(t, up, nil)
 	hdr := http.Header{"X-Claude-Code-Session-Id": {"cc-compact"}, "X-Rcm-Mode": {"rcm"}}
 	send := func(body []byte) *http.Response {
 		resp := post(t, srv.URL+"/v1/messages?beta=true", body, hdr)
@@ -368,6 +358,11 @@ func TestMessagesCompaction(t *testing.T) {
 	if resp.Header.Get(HeaderFallback) != FallbackSideCall {
 		t.Fatalf("compaction: fallback %q", resp.Header.Get(HeaderFallback))
 	}
+	sent := up.Requests()
+	compactionPrompt := string(sent[len(sent)-1].Body)
+	if r := sent[len(sent)-1]; r.Kind != "compaction" || r.Rule != 0 {
+		t.Fatalf("the compaction call reached the upstream as %s, answered by rule %d", r.Kind, r.Rule)
+	}
 	last := gjson.Get(compactionPrompt, "messages.@reverse.0.content").String()
 	if !strings.HasPrefix(last, instr) || !strings.Contains(last, "## Task "+tasks[0]) || !strings.Contains(last, "<summary></summary>") {
 		t.Fatalf("compaction prompt not task-aware: %q", last)
@@ -388,7 +383,8 @@ func TestMessagesCompaction(t *testing.T) {
 		`{"role":"user","content":[{"type":"text","text":` + gjson.Get(mustSet(t, switchRequests[2]), "x").Raw + `,"cache_control":{"type":"ephemeral"}}]},` + env + `]`
 	after, _ = sjson.SetRawBytes(after, "messages", []byte(msgs))
 	resp = send(after)
-	got, _ := rec.last(t)
+	sent = up.Requests()
+	got := sent[len(sent)-1].Body
 	if resp.Header.Get(HeaderTask) != tasks[0] {
 		t.Fatalf("after compaction: task %q, want %q", resp.Header.Get(HeaderTask), tasks[0])
 	}

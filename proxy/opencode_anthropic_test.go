@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,25 +8,22 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // TestOpenCodeAnthropicThroughRCM runs the real OpenCode with its Anthropic
 // provider (@ai-sdk/anthropic, /v1/messages) through rcm in each mode
-// against the scripted Messages upstream: task alpha, task beta, back to
-// alpha, then a compaction. OpenCode must finish every turn with the
+// against the scripted upstream (scripted.Marked): task alpha, task beta,
+// back to alpha, then a compaction. OpenCode must finish every turn with the
 // scripted answer and run the scripted commands; native forwards every
 // body unchanged; router and rcm route each call of the return to alpha
 // without beta's turns; rcm adds alpha's record and briefs OpenCode's
 // compaction call with both tasks.
 func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real OpenCode client")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	bin := ocInstall(ctx, t)
+	ctx, bin := npmtest.OpenCode.Prepare(t, 6*time.Minute)
 
-	up := &claudeUpstream{bash: "bash"}
+	up := scripted.New(scripted.Marked())
 	h, tap, rcm := tappedProxy(t, up)
 	srv := ocStart(ctx, t, bin, opencode.Config{Proxy: rcm.URL, APIKey: "sk-client", NPM: opencode.NPMAnthropic})
 
@@ -50,7 +46,7 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 			}
 			prompt := func(text, want string) turn {
 				t.Helper()
-				seen, sent := len(tap.snapshot()), up.count()
+				seen, sent := len(tap.snapshot()), len(up.Requests())
 				m, err := srv.Prompt(ctx, s.ID, dir, mode, opencode.DefaultModelID, text)
 				if err != nil {
 					t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
@@ -65,7 +61,7 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 						tn.calls = append(tn.calls, c)
 					}
 				}
-				for _, b := range up.since(sent) {
+				for _, b := range bodies(up, sent) {
 					if !strings.Contains(string(b), "title generator") {
 						tn.upstream = append(tn.upstream, b)
 					}
@@ -118,13 +114,13 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 			if mode != "rcm" {
 				return
 			}
-			sent := up.count()
+			sent := len(up.Requests())
 			if err := srv.Summarize(ctx, s.ID, dir, mode, opencode.DefaultModelID); err != nil {
 				t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
 			}
 			h.after.Wait()
 			var briefed bool
-			for _, b := range up.since(sent) {
+			for _, b := range bodies(up, sent) {
 				if strings.Contains(string(b), "summarization agent") || strings.Contains(string(b), "<conversation>") {
 					briefed = strings.Contains(string(b), `<task id=\"`+taskA) && strings.Contains(string(b), `<task id=\"`+taskB)
 				}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -10,25 +9,23 @@ import (
 	"time"
 
 	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
+	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
 // TestOpenCodeResponsesThroughRCM runs the real OpenCode with its OpenAI
 // provider (@ai-sdk/openai, which calls the Responses API) through rcm in
-// each mode against the scripted Responses API: two tagged tasks in two
-// folders, a return to the first, then OpenCode's compaction. OpenCode must
+// each mode against the scripted Responses API (scripted.Marked): two
+// tagged tasks in two folders, a return to the first, then OpenCode's
+// compaction. OpenCode must
 // finish every turn (the tool calls' files written); router and rcm forward
 // the returning task's calls with its own items and none of the other's,
 // rcm with its record; rcm's compaction call asks for one section per task.
 func TestOpenCodeResponsesThroughRCM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real OpenCode client")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	bin := ocInstall(ctx, t)
+	ctx, bin := npmtest.OpenCode.Prepare(t, 5*time.Minute)
 	for _, mode := range []string{"native", "router", "rcm"} {
 		t.Run(mode, func(t *testing.T) {
-			model := &codexModel{}
+			model := scripted.New(scripted.Marked())
 			up := httptest.NewServer(model)
 			t.Cleanup(up.Close)
 			_, rcm, _ := newHandler(t, Config{Upstream: up.URL + "/v1"})
@@ -50,14 +47,14 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			}
 			prompt("[task: alpha] Create the alpha file. RUN: echo alpha > " + dir + "/alpha/a.txt")
 			prompt("[task: beta] Create the beta file. RUN: echo beta > " + dir + "/beta/b.txt")
-			back := model.count()
+			back := len(model.Requests())
 			prompt("[task: alpha] Show the alpha file. RUN: cat " + dir + "/alpha/a.txt")
-			returning := model.since(back)
-			compact := model.count()
+			returning := model.Requests()[back:]
+			compact := len(model.Requests())
 			if err := srv.Summarize(ctx, s.ID, dir, mode, opencode.DefaultModelID); err != nil {
 				t.Fatalf("%v\nopencode output:\n%s", err, srv.Output())
 			}
-			after := model.since(compact)
+			after := model.Requests()[compact:]
 
 			for f, want := range map[string]string{"alpha/a.txt": "alpha\n", "beta/b.txt": "beta\n"} {
 				if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != want {
@@ -66,27 +63,18 @@ func TestOpenCodeResponsesThroughRCM(t *testing.T) {
 			}
 			var turns int
 			for i, c := range returning {
-				s := string(c.full)
-				if !strings.Contains(s, "Show the alpha file") {
+				if !strings.Contains(string(c.Full), "Show the alpha file") {
 					continue // the title call, if it came now
 				}
 				turns++
-				if !strings.Contains(s, "echo alpha >") {
-					t.Errorf("call %d of the returning task lacks its own earlier turn", i)
-				}
-				if routed := !strings.Contains(s, "echo beta >"); routed != (mode != "native") {
-					t.Errorf("call %d: the other task's items forwarded: %v (mode %s)", i, !routed, mode)
-				}
-				if rec := strings.Contains(s, `<rcm-task-state task=\"alpha\"`); rec != (mode == "rcm") {
-					t.Errorf("call %d: alpha's record present: %v (mode %s)", i, rec, mode)
-				}
+				checkReturn(t, i, c.Full, mode)
 			}
 			if turns != 2 {
 				t.Errorf("the returning task's turn made %d calls, want 2 (tool call, answer)", turns)
 			}
 			var brief bool
 			for _, c := range after {
-				brief = brief || strings.Contains(string(c.full), `<task id=\"alpha\"`) && strings.Contains(string(c.full), `<task id=\"beta\"`)
+				brief = brief || briefed(c.Full)
 			}
 			if len(after) == 0 || brief != (mode == "rcm") {
 				t.Errorf("compaction: %d calls, one section per task asked: %v (mode %s)", len(after), brief, mode)

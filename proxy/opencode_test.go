@@ -29,12 +29,7 @@ import (
 // It skips when npm or its registry cannot be reached, unless CI is set and
 // RCM_REQUIRE_OPENCODE=1, where that fails.
 func TestOpenCodeThroughRCM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real OpenCode client (seconds; installs it from npm when not cached)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	bin := ocInstall(ctx, t)
+	ctx, bin := npmtest.OpenCode.Prepare(t, 5*time.Minute)
 
 	up := scripted.New(ocScript)
 	h, tap, rcm := tappedProxy(t, up)
@@ -211,17 +206,6 @@ var ocScript = scripted.Script{
 		{When: scripted.Match{User: "write the note", Last: "tool"}, Reply: scripted.Reply{Text: "Wrote note.txt."}},
 	},
 	Default: scripted.Reply{Text: "unscripted call"},
-}
-
-// ocInstall installs OpenCode, or skips (fails in CI when required) when npm
-// or its registry is out of reach.
-func ocInstall(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	start := time.Now()
-	bin, err := opencode.Install(ctx, "", opencode.Version)
-	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
-	t.Logf("OpenCode %s at %s (%v)", opencode.Version, bin, time.Since(start).Round(time.Millisecond))
-	return bin
 }
 
 // ocStart starts `opencode serve` with a home of its own whose global

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rcm-dev/rcm/internal/client/opencode"
+	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 )
 
@@ -39,12 +40,7 @@ const (
 // tokens) and child spans for routing, assembly and the upstream call; the
 // client's trace is continued and passed upstream; no message text leaves.
 func TestTracesOpenCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real OpenCode client")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	bin := ocInstall(ctx, t)
+	ctx, bin := npmtest.OpenCode.Prepare(t, 5*time.Minute)
 
 	var rx receiver
 	col := httptest.NewServer(http.HandlerFunc(rx.serveHTTP))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -259,14 +258,8 @@ func diff(got, want []byte) string {
 // very requests OpenCode made, in the order they came, through one rcm on
 // a database of its own: every call's forwarded body is byte-identical.
 func TestTwoReplicasRealOpenCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real OpenCode client")
-	}
 	pgtest.Need(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	bin, err := opencode.Install(ctx, "", opencode.Version)
-	npmtest.Need(t, "OpenCode "+opencode.Version, "RCM_REQUIRE_OPENCODE", err)
+	ctx, bin := npmtest.OpenCode.Prepare(t, 5*time.Minute)
 
 	up := scripted.New(scripted.Script{
 		Models: []string{opencode.DefaultModelID},

@@ -16,6 +16,7 @@ type (
 		Models  []string          `json:"models"`
 		Rules   []json.RawMessage `json:"rules"`
 		Default json.RawMessage   `json:"default"`
+		Hold    string            `json:"hold"`
 	}
 	ruleJSON struct {
 		When  json.RawMessage `json:"when"`
@@ -58,6 +59,9 @@ func LoadScript(r io.Reader) (Script, error) {
 		return Script{}, fmt.Errorf("scripted: script: %w", err)
 	}
 	s := Script{Models: sj.Models}
+	if s.Hold, err = duration(sj.Hold); err != nil {
+		return Script{}, fmt.Errorf("scripted: hold: %w", err)
+	}
 	for i, raw := range sj.Rules {
 		rule, err := loadRule(raw)
 		if err != nil {

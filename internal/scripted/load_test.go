@@ -25,7 +25,8 @@ func TestLoadScript(t *testing.T) {
 	     "times": 2},
 	    {"reply": {"status": 503, "error": "busy"}}
 	  ],
-	  "default": {"text": "ok"}
+	  "default": {"text": "ok"},
+	  "hold": "2s"
 	}`))
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestLoadScript(t *testing.T) {
 			{Reply: Reply{Status: 503, ErrorBody: "busy"}},
 		},
 		Default: Reply{Text: "ok"},
+		Hold:    2 * time.Second,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("loaded\n%+v\nwant\n%+v", s, want)
@@ -82,6 +84,8 @@ func TestLoadScriptErrors(t *testing.T) {
 		{"negative usage", `{"rules": [{"reply": {"usage": {"prompt": -1}}}]}`, []string{"rule 0", "reply.usage"}},
 		{"bad default", `{"default": {"delay": "1 hour"}}`, []string{"default.delay"}},
 		{"unknown default key", `{"default": {"texts": "x"}}`, []string{"default", `"texts"`}},
+		{"bad hold", `{"hold": "a while"}`, []string{"script", "hold"}},
+		{"negative hold", `{"hold": "-1s"}`, []string{"hold", "negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,7 @@ package scripted
 
 import (
 	"net/http"
-	"strings"
+	"reflect"
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
@@ -10,37 +10,14 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// fullCall is what readCall must find, read the long way: the whole body
-// parsed by the transcript package and every message's text decoded.
-func fullCall(body []byte, h http.Header) call {
-	c := call{kind: transcript.Agent.String(), session: h.Get(headerSession)}
-	root := gjson.ParseBytes(body)
-	c.model, c.stream = root.Get("model").String(), root.Get("stream").Bool()
-	c.includeUsage = root.Get("stream_options.include_usage").Bool()
-	t, err := transcript.Parse(transcript.OpenAIChat, body, transcript.OpenAIChat.Hints(h))
-	if err != nil {
-		return c
-	}
-	c.kind = t.Kind.String()
-	var system []string
-	for i := range t.Messages {
-		m := &t.Messages[i]
-		switch m.Role {
-		case "system", "developer":
-			system = append(system, m.Text())
-		case "user":
-			c.user, c.tool = m.Text(), ""
-		case "tool":
-			c.tool = m.Text()
-		}
-		c.last = m.Role
-	}
-	c.system = strings.Join(system, "\n")
-	c.workdir = workdir(c.system)
-	return c
+// fullCall is what readChat must find, read the long way: the whole body
+// parsed by the transcript package and every message's text decoded, as
+// the other APIs' calls are read.
+func fullCall(body []byte, h http.Header) Call {
+	return readParsed(transcript.OpenAIChat, body, h)
 }
 
-// TestReadCallReadsWhatTheFullParseReads: readCall decodes only the
+// TestReadCallReadsWhatTheFullParseReads: readChat decodes only the
 // messages rules look at; on every OpenCode capture, a long session and
 // edge cases it finds what parsing the whole body finds.
 func TestReadCallReadsWhatTheFullParseReads(t *testing.T) {
@@ -73,7 +50,7 @@ func TestReadCallReadsWhatTheFullParseReads(t *testing.T) {
 	}
 	cases = append(cases, tc{"long session", capture.Grow(t, 1<<20), http.Header{"X-Parent-Session-Id": {"ses_p"}}})
 	for _, c := range cases {
-		if got, want := readCall(c.body, c.h), fullCall(c.body, c.h); got != want {
+		if got, want := readChat(c.body, c.h), fullCall(c.body, c.h); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, want)
 		}
 	}
@@ -86,7 +63,7 @@ func BenchmarkReadCall(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		readCall(body, nil)
+		readChat(body, nil)
 	}
 }
 
@@ -106,7 +83,7 @@ func FuzzReadCall(f *testing.F) {
 		if !gjson.ValidBytes(body) { // the server answers 400 first
 			return
 		}
-		if got, want := readCall(body, nil), fullCall(body, nil); got != want {
+		if got, want := readChat(body, nil), fullCall(body, nil); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", body, got, want)
 		}
 	})

@@ -32,7 +32,7 @@ func replay(t *testing.T, url string, c capture.Request) *http.Response {
 
 func TestOpenCodeWorkdirAndKinds(t *testing.T) {
 	first := loadCapture(t, "first_agent_request.json")
-	if c := readCall(first.Body, nil); c.workdir != "/home/dev/project" || c.kind != "agent" || c.last != "user" || c.user != `"List the files here using a tool"` {
+	if c := readChat(first.Body, nil); c.workdir != "/home/dev/project" || c.Kind != "agent" || c.Last != "user" || c.User != `"List the files here using a tool"` {
 		t.Fatalf("first agent call read as %+v", c)
 	}
 	script, err := LoadScriptFile(filepath.Join("testdata", "opencode_script.json"))

@@ -13,8 +13,8 @@ import (
 // TestResponsesStream: a queued reply of text and two tool calls comes back
 // on /v1/responses as a Responses stream that the proxy's adapter reads as
 // the same message (the text, both calls with their ids and arguments), each
-// item added then done, response.completed last with every output item;
-// the request is recorded.
+// item added (empty), filled by its deltas, then done, response.completed
+// last with every output item; the request is recorded.
 func TestResponsesStream(t *testing.T) {
 	s := New(Script{})
 	srv := httptest.NewServer(s)
@@ -38,7 +38,9 @@ func TestResponsesStream(t *testing.T) {
 		types = append(types, gjson.Get(e, "type").Str)
 		raw.WriteString("data: " + e + "\n\n")
 	}
-	want := "response.created response.output_item.added response.output_item.done response.output_item.added response.output_item.done response.output_item.added response.output_item.done response.completed"
+	fc := "response.output_item.added response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done"
+	want := "response.created response.output_item.added response.content_part.added response.output_text.delta response.output_text.done response.content_part.done response.output_item.done " +
+		fc + " " + fc + " response.completed"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("events %s\nwant %s", got, want)
 	}

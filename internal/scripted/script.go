@@ -15,6 +15,10 @@ type ToolCall struct {
 	ID        string // empty: call_<n>, numbered per server
 	Name      string
 	Arguments string // the arguments' JSON text; empty: {}
+	// Custom makes it a custom tool call, which only the Responses API
+	// carries (Codex's exec tool takes JavaScript): Arguments is its
+	// free-form input, sent as it is.
+	Custom bool
 }
 
 // Usage is the token accounting a reply reports.
@@ -57,7 +61,13 @@ type Match struct {
 type Rule struct {
 	When  Match
 	Reply Reply
-	Times int
+	// Answer, when set, makes the reply from the call instead of Reply
+	// (scripts built in Go: a reply that depends on what the call says).
+	// ok false passes the call on to the next rule, and the call does not
+	// count against Times. It runs under the server's lock, so it must
+	// not call the server's methods.
+	Answer func(c Call) (r Reply, ok bool)
+	Times  int
 }
 
 // Script is what a Server answers from: rules tried in order, then Default.
@@ -65,6 +75,11 @@ type Script struct {
 	Models  []string // ids listed by GET /models
 	Rules   []Rule
 	Default Reply
+	// Hold keeps an HTTP stream open this long after its last event,
+	// unless the client leaves first, as an API may end its stream some
+	// time after the terminal event (Codex closes the connection once it
+	// has read response.completed).
+	Hold time.Duration
 }
 
 // kinds are the call kinds a Match may name.
@@ -81,6 +96,9 @@ func (s Script) Validate() error {
 	}
 	if err := s.Default.validate(); err != nil {
 		return fmt.Errorf("scripted: default.%w", err)
+	}
+	if s.Hold < 0 {
+		return fmt.Errorf("scripted: hold: %v is negative", s.Hold)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -23,18 +24,25 @@ const maxBody = 64 << 20
 const (
 	AnsweredByDefault = -1 // the script's default reply
 	AnsweredByQueue   = -2 // a reply queued with Enqueue
-	NotAnswered       = -3 // not a chat call, or a body that is not JSON
+	NotAnswered       = -3 // not a model call, or a body that is not JSON
+	AnsweredEmpty     = -4 // a Responses call with generate false, answered with no output
 )
 
-// Recorded is one request as the server received it.
+// Recorded is one request as the server received it: an HTTP request, or
+// one frame of a WebSocket, with its handshake's method, path and headers.
 type Recorded struct {
-	Method  string
-	Path    string
-	Query   string
-	Header  http.Header
-	Body    []byte // exactly as received
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte // exactly as received
+	// Full is the call as the rules read it: Body, except for a WebSocket
+	// frame that continues its connection's last response
+	// (previous_response_id), whose input the connection's history leads.
+	Full    []byte
+	Frame   bool   // a WebSocket frame
 	Session string // x-session-id
-	Kind    string // agent, title, compaction, subagent; empty when not a chat call
+	Kind    string // agent, title, compaction, subagent, prewarm, remote-compaction; empty when not a model call
 	Rule    int    // index of the rule that answered, or one of the Answered*/NotAnswered constants
 }
 
@@ -170,17 +178,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Query:   r.URL.RawQuery,
 		Header:  r.Header.Clone(),
 		Body:    body,
+		Full:    body,
 		Session: r.Header.Get(headerSession),
 		Rule:    NotAnswered,
 	}
-	switch {
+	switch path := r.URL.Path; {
 	case err != nil:
 		s.record(rec)
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("reading the body: %v", err))
 	case len(body) > maxBody:
 		s.record(rec)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", maxBody))
-	case strings.HasSuffix(r.URL.Path, "/chat/completions"), strings.HasSuffix(r.URL.Path, "/messages"), strings.HasSuffix(r.URL.Path, "/responses"):
+	case strings.HasSuffix(path, "/responses") && websocket.IsWebSocketUpgrade(r):
+		s.socket(w, r, rec)
+	case strings.HasSuffix(path, "/messages/count_tokens"):
+		s.record(rec)
+		// Claude Code counts tokens now and then; an estimate, as usage's.
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": (len(body) + 3) / 4})
+	case strings.HasSuffix(path, "/chat/completions"), strings.HasSuffix(path, "/messages"), strings.HasSuffix(path, "/responses"):
 		s.chat(w, r, rec)
 	case strings.HasSuffix(r.URL.Path, "/models"):
 		s.record(rec)
@@ -208,67 +223,105 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, rec Recorded) {
 		writeError(w, http.StatusBadRequest, "body is not valid JSON")
 		return
 	}
-	c := readCall(rec.Body, r.Header)
-	rec.Kind = c.kind
-	reply, id := s.choose(c, &rec)
+	api := wireOf(r.URL.Path)
+	c := readCall(api, rec.Body, r.Header)
+	out, err := s.complete(api, c, &rec)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if !sleep(r.Context(), out.reply.Delay) {
+		return
+	}
+	if out.reply.failed() {
+		writeBody(w, out.reply.Status, out.reply.errorBody())
+		return
+	}
+	var done bool
+	switch {
+	case api == wireMessages:
+		// Anthropic's Messages API: the same replies, in its stream (the
+		// bench and Claude Code always stream).
+		done = out.messagesStream(r.Context(), out.events(r.Context(), w))
+	case api == wireResponses:
+		// The Responses API: the same replies as output items, streamed.
+		done = out.responsesStream(r.Context(), out.events(r.Context(), w))
+	case c.stream:
+		done = out.stream(r.Context(), w, c.includeUsage)
+	default:
+		out.json(r.Context(), w)
+		return
+	}
+	if done {
+		sleep(r.Context(), s.script.Hold)
+	}
+}
+
+// complete chooses the answer to a call on api and records the call.
+func (s *Server) complete(api wire, c Call, rec *Recorded) (*completion, error) {
+	rec.Kind = c.Kind
+	reply, id, err := s.choose(c, rec)
+	if err != nil {
+		return nil, err
+	}
 	reply = reply.expand(c)
-	if !sleep(r.Context(), reply.Delay) {
-		return
+	for _, tc := range reply.ToolCalls {
+		if tc.Custom && api != wireResponses {
+			return nil, fmt.Errorf("custom tool call %s: only the Responses API carries custom tool calls", tc.Name)
+		}
 	}
-	if reply.failed() {
-		writeErrorReply(w, reply)
-		return
-	}
-	out := completion{
+	return &completion{
 		id:      fmt.Sprintf("chatcmpl-scripted-%d", id),
 		model:   s.model(c.model),
 		created: time.Now().Unix(),
 		reply:   reply,
-		usage:   usage(reply, len(rec.Body)),
+		usage:   usage(reply, len(rec.Full)),
 		callID:  id,
-	}
-	switch {
-	case strings.HasSuffix(r.URL.Path, "/messages"):
-		// Anthropic's Messages API: the same bodies' kinds and the same
-		// replies, in its stream (the bench always streams).
-		out.messagesStream(r.Context(), w)
-		return
-	case strings.HasSuffix(r.URL.Path, "/responses"):
-		// The Responses API: the same replies as output items, streamed.
-		out.responsesStream(r.Context(), w)
-		return
-	case c.stream:
-		out.stream(r.Context(), w, c.includeUsage)
-		return
-	}
-	out.json(r.Context(), w)
+		empty:   c.quiet,
+	}, nil
 }
 
 // choose picks the reply for a call and records the request with its source,
 // both under one lock so that Requests order matches answer order.
-func (s *Server) choose(c call, rec *Recorded) (Reply, int) {
+func (s *Server) choose(c Call, rec *Recorded) (Reply, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	defer func() { s.requests = append(s.requests, *rec) }()
-	if c.kind != transcript.Title.String() {
-		for _, q := range []string{c.session, ""} {
+	if c.quiet {
+		rec.Rule = AnsweredEmpty
+		return Reply{}, s.calls, nil
+	}
+	if c.Kind != transcript.Title.String() {
+		for _, q := range []string{c.Session, ""} {
 			if replies := s.queues[q]; len(replies) > 0 {
 				s.queues[q] = replies[1:]
 				rec.Rule = AnsweredByQueue
-				return replies[0], s.calls
+				return replies[0], s.calls, nil
 			}
 		}
 	}
 	for i, rule := range s.script.Rules {
-		if (rule.Times == 0 || s.used[i] < rule.Times) && rule.When.matches(c) {
-			s.used[i]++
-			rec.Rule = i
-			return rule.Reply, s.calls
+		if (rule.Times != 0 && s.used[i] >= rule.Times) || !rule.When.matches(c) {
+			continue
 		}
+		reply := rule.Reply
+		if rule.Answer != nil {
+			var ok bool
+			if reply, ok = rule.Answer(c); !ok {
+				continue
+			}
+			if err := reply.validate(); err != nil {
+				rec.Rule = i
+				return Reply{}, 0, fmt.Errorf("rule %d: answer: %w", i, err)
+			}
+		}
+		s.used[i]++
+		rec.Rule = i
+		return reply, s.calls, nil
 	}
 	rec.Rule = AnsweredByDefault
-	return s.script.Default, s.calls
+	return s.script.Default, s.calls, nil
 }
 
 // model names the model in responses: the requested one, else the

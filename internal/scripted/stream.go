@@ -67,7 +67,8 @@ type completion struct {
 	created int64
 	reply   Reply
 	usage   wireUsage
-	callID  int // numbers default tool-call ids
+	callID  int  // numbers default tool-call ids
+	empty   bool // no output at all (a Responses call with generate false)
 }
 
 func (c *completion) finishReason() *string {
@@ -122,8 +123,9 @@ func (c *completion) json(ctx context.Context, w http.ResponseWriter) {
 }
 
 // stream writes the answer as server-sent events, one flush per event,
-// stopping as soon as the client goes away.
-func (c *completion) stream(ctx context.Context, w http.ResponseWriter, includeUsage bool) {
+// stopping as soon as the client goes away; it reports whether the stream
+// got to its end.
+func (c *completion) stream(ctx context.Context, w http.ResponseWriter, includeUsage bool) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -147,41 +149,41 @@ func (c *completion) stream(ctx context.Context, w http.ResponseWriter, includeU
 	}
 
 	if !delta(&wireMessage{Role: "assistant"}, nil) {
-		return
+		return false
 	}
 	if c.reply.Hang {
 		<-ctx.Done()
-		return
+		return false
 	}
 	for _, p := range pieces(c.reply.Text) {
 		if !delta(&wireMessage{Content: &p}, nil) {
-			return
+			return false
 		}
 	}
 	for i, tc := range c.reply.ToolCalls {
 		open := wireToolCall{Index: &i, ID: c.toolCallID(i), Type: "function", Function: wireFunction{Name: tc.Name}}
 		if !delta(&wireMessage{ToolCalls: []wireToolCall{open}}, nil) {
-			return
+			return false
 		}
 		for _, p := range pieces(c.arguments(i)) {
 			frag := wireToolCall{Index: &i, Function: wireFunction{Arguments: &p}}
 			if !delta(&wireMessage{ToolCalls: []wireToolCall{frag}}, nil) {
-				return
+				return false
 			}
 		}
 	}
 	if !delta(&wireMessage{}, c.finishReason()) {
-		return
+		return false
 	}
 	if includeUsage {
 		u := c.envelope("chat.completion.chunk", []wireChoice{})
 		u.Usage = &c.usage
 		b, _ := json.Marshal(u)
 		if !send(b) {
-			return
+			return false
 		}
 	}
-	send([]byte("[DONE]"))
+	return send([]byte("[DONE]"))
 }
 
 // pieces cuts s into fragments of at most fragment bytes on rune boundaries.
@@ -216,27 +218,36 @@ func usage(r Reply, bodyLen int) wireUsage {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, _ := json.Marshal(v) // the wire types always marshal
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
+	writeBody(w, status, b)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
+	writeBody(w, status, errorBody(status, msg))
+}
+
+// errorBody is an OpenAI error object saying msg.
+func errorBody(status int, msg string) []byte {
 	var e wireError
 	e.Error.Message = "scripted: " + msg
 	e.Error.Type = "invalid_request_error"
 	if status >= 500 {
 		e.Error.Type = "server_error"
 	}
-	writeJSON(w, status, e)
+	b, _ := json.Marshal(e) // the wire types always marshal
+	return b
 }
 
-func writeErrorReply(w http.ResponseWriter, r Reply) {
-	if r.ErrorBody == "" {
-		writeError(w, r.Status, fmt.Sprintf("scripted error reply (status %d)", r.Status))
-		return
+// errorBody is what a failed reply answers: its ErrorBody, or an OpenAI
+// error object naming the status.
+func (r Reply) errorBody() []byte {
+	if r.ErrorBody != "" {
+		return []byte(r.ErrorBody)
 	}
+	return errorBody(r.Status, fmt.Sprintf("scripted error reply (status %d)", r.Status))
+}
+
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(r.Status)
-	w.Write([]byte(r.ErrorBody))
+	w.WriteHeader(status)
+	w.Write(b)
 }

@@ -102,6 +102,8 @@ type Store struct {
 	stop, swept chan struct{}
 	stopOnce    sync.Once
 	commits     commits
+	// order is each session's write queue in this process (Begin).
+	order order
 }
 
 // DefaultPath is the store's file under the user's data directory:

@@ -46,12 +46,12 @@ func (s *Store) Await(ctx context.Context, session string) (*Call, Wait) {
 
 // Begin waits as Await does, reserves the call's place in the session's
 // writes, and claims it for the other replicas sharing the store, waiting
-// (at most maxReplicaWait) for the writes they claimed before. It returns
+// (at most maxPendingWait too) for the writes they claimed before. It returns
 // the call and both waits. Run must follow, exactly once.
 func (s *Store) Begin(ctx context.Context, session string) (*Call, Wait, Wait) {
 	c, local := s.Await(ctx, session)
 	c.slot = s.order.begin(session)
-	claim, d, outcome := s.Claim(ctx, session, maxReplicaWait)
+	claim, d, outcome := s.Claim(ctx, session, maxPendingWait)
 	c.claim = claim
 	return c, local, Wait{d, outcome}
 }

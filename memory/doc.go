@@ -15,7 +15,7 @@
 //
 // It owns the order of each session's writes (call.go, order.go): a call
 // begins (Store.Begin) by waiting for its session's earlier writes, at
-// most 2 s for this process's (read ahead of their commit) and 5 s for
+// most 2 s for this process's (read ahead of their commit) and 2 s for
 // another replica's (claims), and takes the next place; its writes, worked
 // out after its answer, are published for the next call (Call.Publish)
 // and queued after the earlier ones (Call.Queue), the claim ending in the

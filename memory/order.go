@@ -8,17 +8,9 @@ import (
 )
 
 // maxPendingWait bounds how long a call waits for its session's previous
-// writes; past it the call routes on what the store holds (fail open).
+// writes, this process's and (claims) another replica's; past it the call
+// routes on what the store holds (fail open).
 const maxPendingWait = 2 * time.Second
-
-// maxReplicaWait bounds how long a call waits for the writes that another
-// replica sharing the store claimed before it. It is longer than
-// maxPendingWait because those writes cannot be read ahead of their
-// commit, as this process's own are: a commit took up to 0.8 s here (20
-// sessions on two replicas, load 15 on 2 cores), and a write may queue
-// behind one. A replica that died holding a claim is not waited for (its
-// liveness lock is gone), so only a live, slow one costs this long.
-const maxReplicaWait = 5 * time.Second
 
 // maxAhead is how many of a session's writes still to commit a call reads
 // through; a call behind more waits for the oldest to commit.

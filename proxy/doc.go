@@ -60,7 +60,7 @@
 //     re-derive the labels and tasks, and render anew a record that was not
 //     frozen. Calls of other sessions never wait. On a store shared by
 //     replicas (PostgreSQL, Config.Store) each ordered call also claims its
-//     session (in memory.Store.Begin) and waits, at most 5 s, for the writes of
+//     session (in memory.Store.Begin) and waits, at most 2 s, for the writes of
 //     the session's calls that other replicas claimed before it: those it
 //     cannot read ahead; the claim is released in the call's write
 //     transaction. A store that cannot be reached is counted

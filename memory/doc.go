@@ -13,6 +13,15 @@
 // writes as they will read once committed, so that a session's next call
 // routes on them without waiting for the fsync (ViewWith).
 //
+// It owns the order of each session's writes (call.go, order.go): a call
+// begins (Store.Begin) by waiting for its session's earlier writes, at
+// most 2 s for this process's (read ahead of their commit) and 2 s for
+// another replica's (claims), and takes the next place; its writes, worked
+// out after its answer, are published for the next call (Call.Publish)
+// and queued after the earlier ones (Call.Queue), the claim ending in the
+// same transaction. A session called faster than its writes commit reads
+// through at most 8 of them, then waits for the oldest.
+//
 // It also builds the records: Record.Observe folds one model call (the
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply
 // reassembles from an SSE stream or a JSON completion) into a task's

@@ -104,6 +104,8 @@ type Store struct {
 	stopOnce    sync.Once
 	commits     commits
 	reads       atomic.Int64 // ReadTxs
+	// order is each session's write queue in this process (Begin).
+	order order
 }
 
 // DefaultPath is the store's file under the user's data directory:

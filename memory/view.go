@@ -15,7 +15,7 @@ import (
 type View struct {
 	r       reader
 	ps      []*Pending
-	checked bool // whether ps holds only those not committed (see pending)
+	checked bool // whether ps holds only those not committed (View.pending)
 }
 
 // View runs fn in one read transaction.

@@ -75,13 +75,9 @@ type assembly struct {
 	summary  sync.Once
 	sections map[string]string
 
-	// slot orders the call's writes after its session's earlier ones
-	// (nil: not ordered); ahead is what the call read of the previous
-	// call's writes before they committed; claim tells the other
-	// replicas sharing the store that these writes are to come.
-	slot  *slot
-	ahead *ahead
-	claim memory.Claim
+	// call is the call's place in its session's writes, and what it reads
+	// of the earlier ones ahead of their commit (nil: not ordered).
+	call *memory.Call
 
 	resp     limitedBuffer
 	sse      bool
@@ -142,9 +138,10 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 		// The session's previous call may still be writing what this one
 		// routes on. Title calls run beside agent calls: they neither wait
 		// nor make others wait.
-		h.waitWrites(r, a)
-		a.slot = h.writes.begin(a.session)
-		h.waitReplicas(r, a)
+		c, local, replica := h.store.Begin(r.Context(), a.session)
+		h.metrics.observeWait(local)
+		h.metrics.observeWait(replica)
+		a.call = c
 	}
 	switch {
 	case t.Kind == transcript.Compaction && mode == RCM:
@@ -182,35 +179,12 @@ func (h *Handler) assemble(r *http.Request, format transcript.Format, mode Mode,
 func (h *Handler) subagent(r *http.Request, a *assembly) {
 	a.fallback = FallbackSideCall
 	// The parent's call that started the subagent may still be writing.
-	h.waitWrites(r, a)
-	if a.task = h.lastTask(a.session, a.ahead); a.task != "" {
+	c, w := h.store.Await(r.Context(), a.session)
+	h.metrics.observeWait(w)
+	a.call = c
+	if a.task = c.Task(); a.task != "" {
 		a.routed, a.confidence, a.method = true, 1, "subagent"
 	}
-}
-
-// waitWrites waits for the session's earlier writes (see pending), keeps
-// what the call reads of them ahead of the store, and counts the wait in
-// the metrics.
-func (h *Handler) waitWrites(r *http.Request, a *assembly) {
-	ah, d, outcome := h.writes.wait(r.Context(), a.session)
-	if outcome != "" {
-		h.metrics.observeWait(d, outcome)
-	}
-	a.ahead = ah
-}
-
-// waitReplicas claims the call's writes for the replicas sharing the
-// store and waits (at most maxReplicaWait) for the writes of the
-// session's calls that other replicas claimed before: those cannot be
-// read ahead of their commit, as this process's own can. The wait is
-// counted in the metrics as "replica" (they committed), "bound",
-// "cancelled" or "error" (the store could not say: the call goes on).
-func (h *Handler) waitReplicas(r *http.Request, a *assembly) {
-	c, d, outcome := h.store.Claim(r.Context(), a.session, maxReplicaWait)
-	if outcome != "" {
-		h.metrics.observeWait(d, outcome)
-	}
-	a.claim = c
 }
 
 // warn logs a failure of the call's pipeline. One of an unreachable store
@@ -269,10 +243,10 @@ func (a *assembly) response() *limitedBuffer {
 }
 
 // done runs after the response has been sent: store writes happen here, off
-// the request path, in the background, in the write slot the call reserved.
-// The caller added the call to h.after before the answer went out, so that
-// Close (and a test) waiting on it sees these writes, and the session's
-// write slot gone.
+// the request path, in the background, in the place in its session's writes
+// the call reserved (memory.Call). The caller added the call to h.after
+// before the answer went out, so that Close (and a test) waiting on it sees
+// these writes, and the call's place gone.
 func (h *Handler) done(r *http.Request, a *assembly) {
 	h.metrics.observe(a)
 	h.endTrace(a)
@@ -282,13 +256,11 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 	}
 	parent := r.Header.Get("X-Parent-Session-Id")
 	answered := time.Now()
-	// h.after is done once the slot is over, not only its writes: a call
-	// that found the session's slot still registered would wait on it.
-	a.slot.run(func() {
+	// h.after is done once the call's place is over, not only its writes:
+	// a call that found it still registered would wait on it.
+	a.call.Run(func() {
 		if !write {
-			// Nothing to write: the next call reads the earlier writes.
-			a.slot.publish(&ahead{before: a.slot.before(), done: a.slot.doneChan()})
-			h.store.Release(a.claim)
+			a.call.Skip()
 			return
 		}
 		defer func() { h.metrics.observeLag(time.Since(answered)) }()
@@ -298,7 +270,7 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 			}
 		}()
 		if err := h.record(a, parent); err != nil {
-			h.store.Release(a.claim)
+			a.call.Release()
 			h.warn("store update failed", a.session, err)
 		}
 	}, h.after.Done)
@@ -321,11 +293,13 @@ func (h *Handler) record(a *assembly, parent string) error {
 	// Only the session's ordered writes are read ahead, and only they
 	// mark what has committed: a title call's writes, unordered, must
 	// not pass for the agent calls' before those commit.
-	var ah *ahead
-	if a.slot != nil {
-		ah = h.readAhead(a, rcm)
-		a.slot.publish(ah)
-		a.slot.waitPrev()
+	c := a.call
+	if c == nil {
+		c = h.store.Unordered(a.session)
+	}
+	if c.Ordered() {
+		h.publish(a, rcm)
+		c.Prev()
 	}
 	var share *float64
 	if a.prefix != nil {
@@ -333,17 +307,9 @@ func (h *Handler) record(a *assembly, parent string) error {
 		share = a.prefix.share
 	}
 	var ev memory.Event
-	wait := h.store.Queue(func(w *memory.Tx) error {
+	wait := c.Queue(func(w *memory.Tx) error {
 		if err := w.Touch(a.session, parent, a.at); err != nil {
 			return err
-		}
-		if err := w.Release(a.claim); err != nil {
-			return err
-		}
-		if ah != nil {
-			if err := w.Commits(ah.writes); err != nil {
-				return err
-			}
 		}
 		if err := saveLabels(w, a); err != nil {
 			return err
@@ -360,9 +326,6 @@ func (h *Handler) record(a *assembly, parent string) error {
 		a.details(&ev, share)
 		return w.AppendEvent(a.session, &ev)
 	})
-	// The session's next call may queue its writes now: they commit after
-	// these, in the same commit or a later one.
-	a.slot.place()
 	err := wait()
 	if err == nil {
 		h.feed.Publish(inspector.Call{Session: a.session, Event: ev})
@@ -371,7 +334,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 		return err
 	}
 	// The memory model may take seconds: it runs outside the session's
-	// write slot, so that the session's next call does not wait for it.
+	// session's order, so that the session's next call does not wait for it.
 	h.after.Add(1)
 	go func() {
 		defer h.after.Done()
@@ -390,21 +353,20 @@ type writes interface {
 	PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error
 }
 
-// readAhead returns what the call's write transaction will store of what
+// publish makes what the call's write transaction will store of what
 // its session's next call reads (labels, tasks, frozen messages, the
-// records, the task of its event), from what the transaction writes. The
+// records, the task of its event) readable ahead of the commit. The
 // writes are worked out only when a call reads them: most calls have none
 // waiting.
 //
 // The record is the one prepareRecord read the call into: a memory-model
 // summary that lands between the two is read from the call after on. If
 // the transaction fails, see doc.go.
-func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
-	ah := &ahead{writes: memory.NewPending(a.session), before: a.slot.before(), done: a.slot.doneChan()}
+func (h *Handler) publish(a *assembly, rcm bool) {
 	if rcm && a.transcript.Kind == transcript.Compaction {
 		// The summary's sections go into the records as they stand once
 		// the session's earlier writes are in.
-		ah.fill = func(p *memory.Pending, before []*memory.Pending) error {
+		a.call.Publish("", func(p *memory.Pending, before []*memory.Pending) error {
 			return h.store.ViewWith(before, func(v *memory.View) error {
 				for id, section := range summarySections(a) {
 					rec, _, err := v.Record(a.session, id)
@@ -418,14 +380,13 @@ func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
 				}
 				return nil
 			})
-		}
-		return ah
+		})
+		return
 	}
-	// Only agent calls get here (other side calls have no slot), and
-	// lastTask takes their event's task.
-	ah.writes.PutEventTask(a.task)
+	// Only agent calls get here (other side calls have no place in the
+	// order), and the session's latest task is their event's.
 	observes := rcm && a.observes()
-	ah.fill = func(p *memory.Pending, _ []*memory.Pending) error {
+	a.call.Publish(a.task, func(p *memory.Pending, _ []*memory.Pending) error {
 		if err := saveLabels(p, a); err != nil || !observes {
 			return err
 		}
@@ -436,8 +397,7 @@ func (h *Handler) readAhead(a *assembly, rcm bool) *ahead {
 			return p.PutRecord(a.session, *a.observed)
 		}
 		return nil
-	}
-	return ah
+	})
 }
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.

@@ -42,7 +42,7 @@ func TestNoRoutingForAGoneClient(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil).WithContext(ctx)
 	r.Header.Set(HeaderSession, "gone")
 	a := h.assemble(r, transcript.OpenAIChat, Router, 0.8, body)
-	a.slot.run(func() {}, nil)
+	a.call.Run(func() {}, nil)
 	if a.routed || a.plan != nil || !bytes.Equal(a.body, body) {
 		t.Fatalf("routed for a client that left: routed=%v fallback=%q", a.routed, a.fallback)
 	}
@@ -68,7 +68,7 @@ func TestStoreLagMetric(t *testing.T) {
 }
 
 // TestStoreWaitMetric: a call whose session's earlier writes are still
-// pending waits for them, at most maxPendingWait, and /rcm/metrics counts
+// pending waits for them, at most their bound (2 s), and /rcm/metrics counts
 // the wait, how it ended and its time; a call with nothing pending does not
 // count.
 func TestStoreWaitMetric(t *testing.T) {
@@ -76,10 +76,10 @@ func TestStoreWaitMetric(t *testing.T) {
 	body := sessionBody(t, switchRequests[:1], switchDirs)
 	hdr := http.Header{HeaderSession: {"ses_wait"}, HeaderMode: {"rcm"}}
 	// Writes of an earlier call of the session that outlast the bound.
-	slot := h.writes.begin("ses_wait")
+	earlier, _, _ := h.store.Begin(context.Background(), "ses_wait")
 	resp := post(t, srv.URL+"/v1/chat/completions", body, hdr)
 	io.Copy(io.Discard, resp.Body)
-	slot.run(func() {}, nil)
+	earlier.Run(func() {}, nil)
 	h.after.Wait()
 	resp = post(t, srv.URL+"/v1/chat/completions", body, hdr) // nothing pending
 	io.Copy(io.Discard, resp.Body)

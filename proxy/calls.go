@@ -148,7 +148,7 @@ func (p *prefixes) take(a *assembly) *prefixShare {
 // when the contexts were let go; 0 when they all outlived the cache), once
 // the previous call's is measured, and keeps the call's context for the
 // next calls. It waits for no other work than the chain's, so it never
-// waits on a session's write slot.
+// waits on a session's writes.
 func (ps *prefixShare) measure() {
 	p, this := ps.p, ps.this
 	defer close(this.ready)

@@ -46,6 +46,8 @@
 //     after it (so that on few cores they do not compete with answers being
 //     delivered), but a session's next call waits (at most 2 s) for its
 //     previous call's writes, ending that delay, so that it routes on them.
+//     memory owns that order (memory.Store.Begin and memory.Call); this
+//     package works out what a call writes and hands it over.
 //     It waits until they are worked out (the record update), not for their
 //     commit: it reads the store through a memory.Pending of them, and so
 //     forwards what it would forward after their fsync. Back to back, each
@@ -58,7 +60,7 @@
 //     re-derive the labels and tasks, and render anew a record that was not
 //     frozen. Calls of other sessions never wait. On a store shared by
 //     replicas (PostgreSQL, Config.Store) each ordered call also claims its
-//     session (memory.Store.Claim) and waits, at most 5 s, for the writes of
+//     session (in memory.Store.Begin) and waits, at most 2 s, for the writes of
 //     the session's calls that other replicas claimed before it: those it
 //     cannot read ahead; the claim is released in the call's write
 //     transaction. A store that cannot be reached is counted

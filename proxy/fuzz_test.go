@@ -63,7 +63,7 @@ func FuzzAssemble(f *testing.F) {
 		r.Header.Set("X-Session-Id", "ses_fuzz")
 		h.after.Add(1)
 		a := h.assemble(r, transcript.OpenAIChat, RCM, 0.8, body)
-		a.slot.run(func() {}, h.after.Done)
+		a.call.Run(func() {}, h.after.Done)
 		log.mu.Lock()
 		msgs := log.msgs
 		log.mu.Unlock()

@@ -65,9 +65,8 @@ type Handler struct {
 	summarizer *memory.Summarizer
 
 	// after tracks work done after a response (store writes) so that Close
-	// waits for it before the store is closed; writes orders it per session.
+	// waits for it before the store is closed.
 	after   sync.WaitGroup
-	writes  pending
 	metrics *metrics
 	tracing *tracing // nil without Config.OTLPEndpoint
 
@@ -259,7 +258,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answered takes a complete call's place in its session's chain of
 // forwarded contexts, whose share is measured after the response, and lets
 // go of the forwarded bytes: the writes that follow may queue behind other
-// sessions' (see pending), and do not need them.
+// sessions' (memory.Call), and do not need them.
 func (h *Handler) answered(a *assembly) {
 	if a.complete && a.status/100 == 2 {
 		if a.prefix = h.prefixes.take(a); a.prefix != nil {

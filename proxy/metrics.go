@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rcm-dev/rcm/memory"
 )
 
 // metrics are rcm's series, served at /rcm/metrics by client_golang. Each
@@ -104,12 +106,14 @@ func newMetrics() *metrics {
 func (m *metrics) observeLag(d time.Duration) { m.lag.Observe(d.Seconds()) }
 
 // observeWait counts a call that waited for its session's earlier writes
-// before routing (see pending), how long, and how the wait ended: "ahead"
-// (they were worked out, still to commit), "done" (committed), "bound"
-// (maxPendingWait passed) or "cancelled" (the client left).
-func (m *metrics) observeWait(d time.Duration, outcome string) {
-	m.waits.WithLabelValues(outcome).Inc()
-	m.wait.Observe(d.Seconds())
+// before routing (memory.Store.Begin), how long, and how the wait ended
+// (memory.Wait); a call with nothing to wait for is not counted.
+func (m *metrics) observeWait(w memory.Wait) {
+	if w.Outcome == "" {
+		return
+	}
+	m.waits.WithLabelValues(w.Outcome).Inc()
+	m.wait.Observe(w.Took.Seconds())
 }
 
 // observe counts one assembled call once its answer has gone out.

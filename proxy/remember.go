@@ -131,7 +131,7 @@ func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int
 // to be frozen before turn ti after the response (an empty message when the
 // task has no requirements yet, so that later calls add none there either).
 func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
-	rec, found, err := h.taskRecord(a, a.ahead.pendingWrites())
+	rec, found, err := h.taskRecord(a, a.call.Reads())
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +262,14 @@ func (h *Handler) rewriteCompaction(a *assembly) error {
 		return nil
 	}
 	var recs []memory.Record
-	err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) (err error) {
+	err := h.store.ViewWith(a.call.Reads(), func(v *memory.View) (err error) {
 		recs, err = v.Records(a.session)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	active := h.lastTask(a.session, a.ahead)
+	active := a.call.Task()
 	states := make([]compaction.TaskState, len(recs))
 	for i, r := range recs {
 		states[i] = taskState(r, r.Task == active)
@@ -297,20 +297,6 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 		ts.LastTest = lt.Cmd + " " + lt.Outcome
 	}
 	return ts
-}
-
-// lastTask is the task of the session's latest routed agent call, with
-// the writes ah (nil: none) of its latest calls, still to commit.
-func (h *Handler) lastTask(session string, ah *ahead) string {
-	var task string
-	err := h.store.ViewWith(ah.pendingWrites(), func(v *memory.View) (err error) {
-		task, err = v.LastTask(session)
-		return err
-	})
-	if err != nil {
-		return ""
-	}
-	return task
 }
 
 // observe updates the task's record from the call and its answer (or, for
@@ -375,7 +361,7 @@ func (h *Handler) prepareRecord(a *assembly) error {
 	}
 	// The session's earlier writes may still be committing: the record
 	// is read through them.
-	rec, _, err := h.taskRecord(a, pendings(a.slot.before()))
+	rec, _, err := h.taskRecord(a, a.call.Before())
 	if err != nil {
 		return err
 	}

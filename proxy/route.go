@@ -23,7 +23,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	if t.Kind == transcript.Subagent {
 		// A subagent works for its parent session's current task: its
 		// whole context is that task's and goes out as sent.
-		if task := h.lastTask(r.Header.Get("X-Parent-Session-Id"), nil); task != "" {
+		if task := h.store.Unordered(r.Header.Get("X-Parent-Session-Id")).Task(); task != "" {
 			a.task, a.confidence, a.method, a.routed = task, 1, methodParent, true
 			return nil
 		}
@@ -37,7 +37,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 		// Everything the call routes on, in one read transaction; rcm
 		// mode's frozen records too, since which of them it needs depends
 		// on the decision.
-		err := h.store.ViewWith(a.ahead.pendingWrites(), func(v *memory.View) error {
+		err := h.store.ViewWith(a.call.Reads(), func(v *memory.View) error {
 			labels, found, err := v.Labels(a.session, fps)
 			if err != nil {
 				return fmt.Errorf("load labels: %w", err)
@@ -153,7 +153,7 @@ const labelChunk = 4096
 func (h *Handler) saveEarlyLabels(a *assembly) error {
 	fps, labels := newLabels(a)
 	if len(fps)-a.labelsSaved > labelChunk {
-		a.slot.waitPrev()
+		a.call.Prev()
 	}
 	for len(fps)-a.labelsSaved > labelChunk {
 		from, to := a.labelsSaved, a.labelsSaved+labelChunk

@@ -1,26 +1,16 @@
-package proxy
+package memory
 
 import (
 	"context"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/rcm-dev/rcm/memory"
 )
 
 // maxPendingWait bounds how long a call waits for its session's previous
-// writes; past it the call routes on what the store holds (fail open).
+// writes, this process's and (claims) another replica's; past it the call
+// routes on what the store holds (fail open).
 const maxPendingWait = 2 * time.Second
-
-// maxReplicaWait bounds how long a call waits for the writes that another
-// replica sharing the store claimed before it. It is longer than
-// maxPendingWait because those writes cannot be read ahead of their
-// commit, as this process's own are: a commit took up to 0.8 s here (20
-// sessions on two replicas, load 15 on 2 cores), and a write may queue
-// behind one. A replica that died holding a claim is not waited for (its
-// liveness lock is gone), so only a live, slow one costs this long.
-const maxReplicaWait = 5 * time.Second
 
 // maxAhead is how many of a session's writes still to commit a call reads
 // through; a call behind more waits for the oldest to commit.
@@ -42,7 +32,7 @@ const settleDelay = 3 * time.Millisecond
 // never waits for an fsync. A call's writes are worked out once the
 // session's earlier ones are (reading them ahead too), and commit after
 // them.
-type pending struct {
+type order struct {
 	mu     sync.Mutex
 	last   map[string]*slot // session -> its latest write slot
 	settle time.Duration    // settleDelay when zero
@@ -50,7 +40,7 @@ type pending struct {
 
 // slot is one call's writes: ready is closed when what they will store is
 // known (ahead), placed when they have their place in the store's commit
-// order (memory.Store.Queue) or turned out to write nothing, done when they
+// order (Store.Queue) or turned out to write nothing, done when they
 // and every earlier write of the session are over; hurry, closed by a call
 // that waits for them, ends their settle delay. A nil slot runs writes at
 // once, unordered.
@@ -60,7 +50,7 @@ type slot struct {
 	// ahead is set before ready is closed; nil when the writes cannot be
 	// read before they run (then a waiting call waits for done).
 	ahead *ahead
-	p     *pending
+	p     *order
 	key   string // the session, p.last's key
 	prev  *slot  // the session's slot before, until its writes are over
 }
@@ -69,7 +59,7 @@ type slot struct {
 // far as its session's next call reads it.
 type ahead struct {
 	done   <-chan struct{} // closed when the writes are over
-	writes *memory.Pending
+	writes *Pending
 
 	mu sync.Mutex
 	// before are the session's earlier writes still to commit when these
@@ -79,7 +69,7 @@ type ahead struct {
 	// call's assembly no longer changes, and the store through the writes
 	// before. Both are let go once the writes are over (release): they
 	// hold earlier calls, and a view no longer reads committed writes.
-	fill   func(p *memory.Pending, before []*memory.Pending) error
+	fill   func(p *Pending, before []*Pending) error
 	filled bool
 	err    error
 }
@@ -88,11 +78,11 @@ type ahead struct {
 // a's and those before them (none when a is nil). Writes that cannot be
 // worked out are left out: the transaction that makes them fails the same
 // way.
-func (a *ahead) pendingWrites() []*memory.Pending {
+func (a *ahead) pendingWrites() []*Pending {
 	if a == nil {
 		return nil
 	}
-	return pendings(a.chain())
+	return aheadWrites(a.chain())
 }
 
 // chain lists the writes before a and a, oldest first.
@@ -113,9 +103,9 @@ func (a *ahead) release() {
 	a.mu.Unlock()
 }
 
-// pendings lists the writes of as that can be worked out, in order.
-func pendings(as []*ahead) []*memory.Pending {
-	var out []*memory.Pending
+// aheadWrites lists the writes of as that can be worked out, in order.
+func aheadWrites(as []*ahead) []*Pending {
+	var out []*Pending
 	for _, a := range as {
 		if p := a.own(); p != nil {
 			out = append(out, p)
@@ -126,12 +116,12 @@ func pendings(as []*ahead) []*memory.Pending {
 
 // own is a's own writes, worked out on the first call; nil when they
 // cannot be.
-func (a *ahead) own() *memory.Pending {
+func (a *ahead) own() *Pending {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.filled && a.fill != nil {
 		// Earlier writes are older aheads: the locks are taken in order.
-		a.err = a.fill(a.writes, pendings(a.before))
+		a.err = a.fill(a.writes, aheadWrites(a.before))
 		a.filled = true
 	}
 	if a.err != nil {
@@ -213,7 +203,7 @@ func (s *slot) publish(a *ahead) {
 // response goes out, so that a next call arriving the moment the client has
 // read the answer waits for this call's writes. The slot's run must be
 // called exactly once.
-func (p *pending) begin(session string) *slot {
+func (p *order) begin(session string) *slot {
 	s := &slot{ready: make(chan struct{}), placed: make(chan struct{}), done: make(chan struct{}), hurry: make(chan struct{}), p: p, key: session}
 	p.mu.Lock()
 	if p.last == nil {
@@ -289,7 +279,7 @@ func (s *slot) run(fn, then func()) {
 // read ahead of the store (nil: nothing), how long it waited and why it
 // stopped: "ahead" (the writes are still to commit), "done", "bound" or
 // "cancelled"; "" when nothing was pending.
-func (p *pending) wait(ctx context.Context, session string) (*ahead, time.Duration, string) {
+func (p *order) wait(ctx context.Context, session string) (*ahead, time.Duration, string) {
 	p.mu.Lock()
 	s := p.last[session]
 	p.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
@@ -31,12 +30,6 @@ func TestStoreReadsPerCall(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			srv, h := setup(t, &recorder{}, nil)
-			// The sweeper reads once as the store opens: wait for it.
-			for deadline := time.Now().Add(10 * time.Second); h.store.ReadTxs() == 0; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the store's sweeper never read")
-				}
-			}
 			hdr := http.Header{"X-Session-Id": {"ses_reads"}, "X-Rcm-Mode": {c.mode}}
 			var ms []chat.Message
 			var tasks []string

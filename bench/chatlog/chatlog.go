@@ -13,6 +13,7 @@ import (
 
 	"github.com/rcm-dev/rcm/bench/trajectory"
 	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/tidwall/gjson"
 )
 
 // Formats of the logs Read understands.
@@ -30,7 +31,8 @@ type Session struct {
 	Path   string // the log file (names repeat across folders: .aider.chat.history)
 	Format string // FormatAider, FormatSpecStory, FormatClaudeCode or FormatCodex
 	// Workdir is where the harness runs: the log's own cwd when it has
-	// one, else "/home/user/" + the repository's name (from the label's
+	// one, else the folder its own absolute paths share (ownWorkdir),
+	// else "/home/user/" + the repository's name (from the label's
 	// source.repo, else "project").
 	Workdir string
 	// Turns holds one turn per user message, in order. Request is the
@@ -190,14 +192,14 @@ func readFile(f string, b []byte) ([]Session, error) {
 			if len(parts) > 1 {
 				s.Name = fmt.Sprintf("%s-%d", name, i+1)
 			}
-			s.Workdir = workdir(labels)
-			if s.Turns = parseAider(part, s.Workdir); len(s.Turns) > 0 || labels != nil {
+			s.Workdir, s.Turns = parsed(part, workdir(labels), parseAider)
+			if len(s.Turns) > 0 || labels != nil {
 				ss = append(ss, s) // not a session opened and left at once
 			}
 		}
 	case FormatSpecStory:
-		s := Session{Name: name, Path: f, Format: format, Workdir: workdir(labels)}
-		s.Turns = parseSpecStory(text, s.Workdir)
+		s := Session{Name: name, Path: f, Format: format}
+		s.Workdir, s.Turns = parsed(text, workdir(labels), parseSpecStory)
 		ss = append(ss, s)
 	case FormatClaudeCode, FormatCodex:
 		read := trajectory.ReadClaudeCodeLog
@@ -269,6 +271,46 @@ func workdir(l *labelFile) string {
 		name = path.Base(l.Source.Repo)
 	}
 	return "/home/user/" + name
+}
+
+// parsed parses a markdown log with parse in the folder its own absolute
+// paths name (ownWorkdir), else in def, and returns the folder and turns.
+func parsed(text, def string, parse func(text, workdir string) []chat.Turn) (string, []chat.Turn) {
+	turns := parse(text, def)
+	if w := ownWorkdir(turns, def); w != "" {
+		return w, parse(text, w)
+	}
+	return def, turns
+}
+
+// ownWorkdir is where a markdown log says it ran, when it names absolute
+// paths of its own outside def (the folder assumed for it): the deepest
+// folder holding all of them, if at least three levels deep (below a home
+// folder: /Users/ana/shop, not /Users/ana), else "". Its relative names
+// then sit where its absolute ones do, as its harness saw them.
+func ownWorkdir(turns []chat.Turn, def string) string {
+	common := ""
+	for _, t := range turns {
+		for _, m := range t.Messages {
+			for _, c := range m.ToolCalls {
+				p := gjson.Get(c.Function.Arguments, "filePath").String()
+				if p == "" || strings.HasPrefix(p, def+"/") {
+					continue
+				}
+				dir := path.Dir(p)
+				if common == "" {
+					common = dir
+				}
+				for common != "/" && dir != common && !strings.HasPrefix(dir, common+"/") {
+					common = path.Dir(common)
+				}
+			}
+		}
+	}
+	if strings.Count(common, "/") < 3 {
+		return ""
+	}
+	return common
 }
 
 // Calls lays the session out as its model calls, each the system prompt,

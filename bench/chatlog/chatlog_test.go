@@ -194,6 +194,14 @@ func TestSpecStory21(t *testing.T) {
 	if got := summary(ms); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	// The export names the folder it ran in (/Users/m/shop/priv holds
+	// its one absolute path): its relative names sit there too.
+	if w := ownWorkdir(turns, "/home/user/shop"); w != "/Users/m/shop/priv" {
+		t.Errorf("own workdir %q", w)
+	}
+	if w := ownWorkdir(parseSpecStory(strings.Replace(log, "/Users/m/shop/priv/a.exs", "/Users/a.exs", 1), "/home/user/shop"), "/home/user/shop"); w != "" {
+		t.Errorf("a home folder's file: own workdir %q, want none", w)
+	}
 	edit := gjson.Parse(ms[2].ToolCalls[1].Function.Arguments)
 	if ms[0].Content != "" || ms[2].Content != "Here is the plan." || edit.Get("oldString").String() != "old line" || edit.Get("newString").String() != "new line" {
 		t.Errorf("texts %q %q, edit %s", ms[0].Content, ms[2].Content, edit.Raw)

@@ -13,6 +13,10 @@
 // calls, each paired with its result: edits and file writes as edit/write
 // with an absolute filePath under the session's Workdir, file reads as
 // read, shell runs as bash, and the reply text as an assistant message.
+// A markdown log that names absolute paths of the machine it ran on (a
+// SpecStory export's tool calls often do) ran in the folder they share:
+// that is its Workdir, so that its relative names sit beside them, as its
+// harness saw them, instead of in another checkout.
 //
 // Caveats: the markdown logs do not keep what tools returned (aider's shell
 // output, a read file's content); such results are a short placeholder

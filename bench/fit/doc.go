@@ -17,7 +17,8 @@
 // without its fold of whole repositories; Summarize and Report give the
 // issue's measures (needed context lost, continue split off, returns, new
 // tasks, unneeded bytes dropped, calibration) in router mode's forwarded
-// turns.
+// turns, and the ceiling of the drop: the share of the earlier requests'
+// bytes that the hand labels say a call does not need.
 //
 // Caveats: a synthetic turn's calls are sampled (Session.Sampled); the
 // measures count router mode's kept turns, not rcm mode's record message;

@@ -89,6 +89,13 @@ func TestSimulateMeasures(t *testing.T) {
 	if s.LostAll != 0 || s.Split != 0 || s.ReturnsRight != 1 || s.UnneededDropped != 0 || s.NewsDetected != 1 {
 		t.Fatalf("always continue: %+v", s)
 	}
+	// The ceiling does not depend on the router: the cache's turns need
+	// none of the date parser's request, the return none of the cache's.
+	tt := twoTasks().Turns
+	r0, r1, r2 := float64(len(tt[0].Request)), float64(len(tt[1].Request)), float64(len(tt[2].Request))
+	if want := (2*r0 + r1 + r2) / (3*r0 + 2*r1 + r2); math.Abs(s.Unneeded-want) > 1e-9 || s.Top != "two" || s.TopShare != 1 {
+		t.Fatalf("ceiling %.4f in %q (%.2f), want %.4f in \"two\"", s.Unneeded, s.Top, s.TopShare, want)
+	}
 	// Teacher forcing labels earlier turns with their gold task: the
 	// return's candidates include the date parser's task, safe to route.
 	rows, _, err := Simulate(ctx, twoTasks(), always(router.HeadContinue), 0.8, true)

@@ -28,6 +28,12 @@ type Summary struct {
 	News, NewsDetected int
 	// Unneeded bytes dropped on routed calls; bytes forwarded over sent.
 	UnneededDropped, Bytes float64
+	// Unneeded is the share of the earlier requests' bytes, over all
+	// calls, that the hand labels say the call does not need: what a
+	// router right at every call would drop. Top is the session holding
+	// the most of them, TopShare its share.
+	Unneeded, TopShare float64
+	Top                string
 	// Calibration of the calls' confidence against Safe.
 	Bins []Bin
 	ECE  float64
@@ -53,7 +59,8 @@ func share(a, b int) float64 {
 func Summarize(calls []Call, real bool) Summary {
 	var s Summary
 	var lostReq, lostReqRouted, routedReq, lostAll, lostAllRouted, routedAll, contRouted, split int
-	var unneeded, dropped, sent, fwd int
+	var unneeded, dropped, sent, fwd, allUnneeded, requested int
+	bySession := map[string]int{}
 	detected := map[string]bool{}
 	news := map[string]bool{}
 	edges := []float64{0, 0.5, 0.8, 0.9, 0.95, 1.0001}
@@ -79,6 +86,12 @@ func Summarize(calls []Call, real bool) Summary {
 		if c.Routed {
 			unneeded += c.Unneeded
 			dropped += c.Dropped
+		}
+		allUnneeded += c.Unneeded
+		requested += c.Requested
+		bySession[c.Session] += c.Unneeded
+		if n := bySession[c.Session]; n > bySession[s.Top] || n == bySession[s.Top] && c.Session < s.Top {
+			s.Top = c.Session
 		}
 		sent += c.Sent
 		fwd += c.Forwarded
@@ -134,6 +147,7 @@ func Summarize(calls []Call, real bool) Summary {
 	s.Split, s.SplitRouted = share(split, contRouted), contRouted
 	s.News, s.NewsDetected = len(news), len(detected)
 	s.UnneededDropped, s.Bytes = share(dropped, unneeded), share(fwd, sent)
+	s.Unneeded, s.TopShare = share(allUnneeded, requested), share(bySession[s.Top], allUnneeded)
 	for k := range bins {
 		if n := bins[k].Calls; n > 0 {
 			bins[k].Safe /= float64(n)
@@ -238,6 +252,16 @@ func Report(w io.Writer, sessions []*Session, in, held map[float64][]Call, thres
 	fmt.Fprintln(w, "## Measures (router mode's forwarded turns)")
 	fmt.Fprintln(w)
 	Table(w, labels, ss)
+	fmt.Fprintln(w)
+	for _, real := range []bool{true, false} {
+		// The same at every threshold: the hand labels' ceiling.
+		u := Summarize(held[router.DefaultThreshold], real)
+		if u.Calls == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "The ceiling, %s sessions: of the earlier requests' bytes their calls carry, %s are unneeded by the hand labels (what a router right at every call would drop); session %s holds %s of those.\n",
+			map[bool]string{true: "real", false: "synthetic"}[real], pct(u.Unneeded), u.Top, pct(u.TopShare))
+	}
 	for _, real := range []bool{true, false} {
 		fmt.Fprintf(w, "\n## Reliability, held out, threshold %.2g, %s sessions\n\n", router.DefaultThreshold, map[bool]string{true: "real", false: "synthetic"}[real])
 		Reliability(w, Summarize(held[router.DefaultThreshold], real))

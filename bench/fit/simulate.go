@@ -77,9 +77,9 @@ type Call struct {
 	// Return: for a return request, "right", "wrong" or "fallback".
 	Return string
 	// Unneeded bytes of earlier requests (neither the request's task nor
-	// one it needs) and how many of them were left out; bytes sent and
-	// forwarded (the messages' text).
-	Unneeded, Dropped, Sent, Forwarded int
+	// one it needs) and how many of them were left out; bytes of all
+	// earlier requests; bytes sent and forwarded (the messages' text).
+	Unneeded, Dropped, Requested, Sent, Forwarded int
 }
 
 // body lays a history out as an OpenAI chat body.
@@ -216,6 +216,9 @@ func (s *Session) call(ctx context.Context, r *router.Router, store prior, histo
 	c.Safe = !c.Lost && o.right(d.Task, c.Fresh)
 	for j := 0; j < cur; j++ {
 		n := len(tr.Messages[tr.Turns[j].Start].Text())
+		if idx[j] >= 0 {
+			c.Requested += n
+		}
 		for k := tr.Turns[j].Start; k < tr.Turns[j].End; k++ {
 			m := len(tr.Messages[k].Text())
 			c.Sent += m

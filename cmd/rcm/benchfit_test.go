@@ -49,10 +49,13 @@ func TestBenchFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"3 real sessions (3 repositories)", "| real, held-out, 0.8 |", "| real, in-sample, 0.8 |", "## Reliability, held out"} {
+	for _, want := range []string{"3 real sessions (3 repositories)", "| real, held-out, 0.8 |", "| real, in-sample, 0.8 |", "## Reliability, held out", "The ceiling, real sessions: of the earlier requests' bytes"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(string(md), "The ceiling, synthetic sessions") {
+		t.Errorf("a ceiling for synthetic sessions it has none of:\n%s", md)
 	}
 	if err := benchFit(context.Background(), []string{"--sessions", corpus, "--data", "", "--synthetic-weight", "0", "--out", ""}, &stdout, &stderr); err == nil {
 		t.Error("--synthetic-weight 0 accepted")

@@ -20,7 +20,11 @@
 // out after its answer, are published for the next call (Call.Publish)
 // and queued after the earlier ones (Call.Queue), the claim ending in the
 // same transaction. A session called faster than its writes commit reads
-// through at most 8 of them, then waits for the oldest.
+// through at most 8 of them, then waits for the oldest. What a call
+// writes comes as one Write (its tasks, labels, frozen record messages,
+// what it shows of its task's work, a compaction's summary by task), which
+// Call.Commit stores with the call's event: the same values readable ahead
+// (a Pending) and in the transaction, on either backend.
 //
 // It also builds the records: Record.Observe folds one model call (the
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply

@@ -59,17 +59,10 @@ type assembly struct {
 	// the labels), those this call rendered, frozen where they were
 	// placed after the response; the budget fit.
 	frozen memory.Frozen
-	freeze []frozen
+	freeze []memory.Freeze
 	// record is the task's record, read once (taskRecord).
 	record *taskRecord
 	fit    compaction.Report
-	// observed is the task's record with this call read into it,
-	// prepared before the write transaction (see prepareRecord);
-	// recordSame says the call taught the record nothing; labelsSaved
-	// counts the labels saveEarlyLabels wrote.
-	observed    *memory.Record
-	recordSame  bool
-	labelsSaved int
 	// sections is a compaction call's summary split by task, worked out
 	// once (summarySections).
 	summary  sync.Once
@@ -198,12 +191,6 @@ func (h *Handler) warn(msg, session string, err error) {
 	h.log.Warn(msg, "session", session, "err", err)
 }
 
-// frozen is a record message and the turn it was placed before.
-type frozen struct {
-	fp  transcript.Fingerprint
-	msg []byte
-}
-
 // kind names the call's kind for events and metrics: "invalid" when the
 // body did not parse, "-" when native mode had no need to parse it.
 func (a *assembly) kind() string {
@@ -282,14 +269,6 @@ func (h *Handler) done(r *http.Request, a *assembly) {
 func (h *Handler) record(a *assembly, parent string) error {
 	kind := a.kind()
 	rcm := a.mode == RCM && a.transcript != nil
-	if err := h.saveEarlyLabels(a); err != nil {
-		return err
-	}
-	if rcm {
-		if err := h.prepareRecord(a); err != nil {
-			return err
-		}
-	}
 	// Only the session's ordered writes are read ahead, and only they
 	// mark what has committed: a title call's writes, unordered, must
 	// not pass for the agent calls' before those commit.
@@ -297,36 +276,35 @@ func (h *Handler) record(a *assembly, parent string) error {
 	if c == nil {
 		c = h.store.Unordered(a.session)
 	}
-	if c.Ordered() {
-		h.publish(a, rcm)
-		c.Prev()
+	w := &memory.Write{Session: a.session, Parent: parent, At: a.at, Tasks: newTasks(a)}
+	w.Fps, w.Labels = newLabels(a)
+	switch {
+	case rcm && a.transcript.Kind == transcript.Compaction:
+		w.Sections = summarySections(a)
+	case rcm && a.observes():
+		w.Task, w.Freeze = a.task, a.freeze
+		o := a.observation()
+		w.Observe = &o
+		if r := a.record; r != nil && r.task == a.task {
+			w.Record = &r.rec
+		}
+	case a.transcript != nil && a.transcript.Kind != transcript.Compaction:
+		// The session's latest task is its latest agent call's.
+		w.Task = a.task
 	}
-	var share *float64
-	if a.prefix != nil {
-		<-a.prefix.this.ready
-		share = a.prefix.share
-	}
-	var ev memory.Event
-	wait := c.Queue(func(w *memory.Tx) error {
-		if err := w.Touch(a.session, parent, a.at); err != nil {
-			return err
+	ev, err := c.Commit(w, func() memory.Event {
+		var share *float64
+		if a.prefix != nil {
+			<-a.prefix.this.ready
+			share = a.prefix.share
 		}
-		if err := saveLabels(w, a); err != nil {
-			return err
-		}
-		if rcm {
-			if err := observe(w, a); err != nil {
-				return err
-			}
-		}
-		ev = memory.Event{
+		ev := memory.Event{
 			At: a.at, Kind: kind, Mode: string(a.mode), Task: a.task, Confidence: a.confidence, Method: a.method,
 			Fallback: a.fallback, TokensIn: a.tokensIn, TokensOut: a.tokensOut,
 		}
 		a.details(&ev, share)
-		return w.AppendEvent(a.session, &ev)
+		return ev
 	})
-	err := wait()
 	if err == nil {
 		h.feed.Publish(inspector.Call{Session: a.session, Event: ev})
 	}
@@ -334,7 +312,7 @@ func (h *Handler) record(a *assembly, parent string) error {
 		return err
 	}
 	// The memory model may take seconds: it runs outside the session's
-	// session's order, so that the session's next call does not wait for it.
+	// order, so that the session's next call does not wait for it.
 	h.after.Add(1)
 	go func() {
 		defer h.after.Done()
@@ -343,61 +321,6 @@ func (h *Handler) record(a *assembly, parent string) error {
 		}
 	}()
 	return nil
-}
-
-// writes is where a call's writes go: the store's transaction, or the
-// Pending its session's next call reads before that transaction commits.
-type writes interface {
-	PutTask(session string, t memory.Task) error
-	PutLabels(session string, fps []transcript.Fingerprint, labels []memory.Label) error
-	PutFrozen(session, task string, fp transcript.Fingerprint, msg []byte) error
-}
-
-// publish makes what the call's write transaction will store of what
-// its session's next call reads (labels, tasks, frozen messages, the
-// records, the task of its event) readable ahead of the commit. The
-// writes are worked out only when a call reads them: most calls have none
-// waiting.
-//
-// The record is the one prepareRecord read the call into: a memory-model
-// summary that lands between the two is read from the call after on. If
-// the transaction fails, see doc.go.
-func (h *Handler) publish(a *assembly, rcm bool) {
-	if rcm && a.transcript.Kind == transcript.Compaction {
-		// The summary's sections go into the records as they stand once
-		// the session's earlier writes are in.
-		a.call.Publish("", func(p *memory.Pending, before []*memory.Pending) error {
-			return h.store.ViewWith(before, func(v *memory.View) error {
-				for id, section := range summarySections(a) {
-					rec, _, err := v.Record(a.session, id)
-					if err != nil {
-						return err
-					}
-					rec.Task, rec.Summary = id, section
-					if err := p.PutRecord(a.session, rec); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		})
-		return
-	}
-	// Only agent calls get here (other side calls have no place in the
-	// order), and the session's latest task is their event's.
-	observes := rcm && a.observes()
-	a.call.Publish(a.task, func(p *memory.Pending, _ []*memory.Pending) error {
-		if err := saveLabels(p, a); err != nil || !observes {
-			return err
-		}
-		if err := putFrozen(p, a); err != nil {
-			return err
-		}
-		if a.observed != nil && !a.recordSame {
-			return p.PutRecord(a.session, *a.observed)
-		}
-		return nil
-	})
 }
 
 // limitedBuffer keeps the first max bytes written to it and drops the rest.

@@ -47,7 +47,8 @@
 //     delivered), but a session's next call waits (at most 2 s) for its
 //     previous call's writes, ending that delay, so that it routes on them.
 //     memory owns that order (memory.Store.Begin and memory.Call); this
-//     package works out what a call writes and hands it over.
+//     package works out what a call writes (memory.Write) and hands it
+//     over (memory.Call.Commit).
 //     It waits until they are worked out (the record update), not for their
 //     commit: it reads the store through a memory.Pending of them, and so
 //     forwards what it would forward after their fsync. Back to back, each

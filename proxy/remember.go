@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -139,7 +137,7 @@ func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
 	if found && len(rec.Requirements) > 0 {
 		msg = memory.Message(rec, tokens)
 	}
-	a.freeze = append(a.freeze, frozen{a.fps[ti], msg})
+	a.freeze = append(a.freeze, memory.Freeze{Fp: a.fps[ti], Msg: msg})
 	return msg, nil
 }
 
@@ -299,97 +297,22 @@ func taskState(r memory.Record, active bool) compaction.TaskState {
 	return ts
 }
 
-// observe updates the task's record from the call and its answer (or, for
-// a compaction call, every task's record from the summary), within the
-// call's write transaction.
-func observe(w *memory.Tx, a *assembly) error {
-	t := a.transcript
-	if t.Kind == transcript.Compaction {
-		return attributeSummary(w, a)
-	}
-	if !a.observes() {
-		return nil
-	}
-	if err := putFrozen(w, a); err != nil {
-		return err
-	}
-	if a.recordSame {
-		return nil
-	}
-	return w.UpdateRecord(a.session, a.task, func(r *memory.Record) error {
-		if a.observed != nil && a.observed.Version == r.Version {
-			*r = *a.observed
-			return nil
-		}
-		// The record changed since it was prepared (a summary landed):
-		// read the call into the stored one.
-		r.Task = a.task
-		r.Observe(a.observation(nil))
-		r.Updated = a.at
-		return nil
-	})
-}
-
 // observes says whether the call updates its task's record and frozen
 // messages.
 func (a *assembly) observes() bool {
 	return a.transcript.Kind != transcript.Compaction && a.task != "" && a.plan != nil && a.fallback == FallbackNone
 }
 
-// putFrozen freezes the record messages the call placed.
-func putFrozen(w writes, a *assembly) error {
-	for _, f := range a.freeze {
-		if err := w.PutFrozen(a.session, a.task, f.fp, f.msg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// observeTimeout bounds the reading of one call into its task's record;
-// the turns it leaves are read by the session's next call.
-const observeTimeout = 5 * time.Second
-
-// prepareRecord reads the call into a copy of the task's record before the
-// write transaction: the store has one writer, and a call of 300k messages
-// takes long to read, so other sessions' writes wait only for the put.
-// The session's writes are ordered (pending), so only a summary can change
-// the record meanwhile; observe checks the version.
-func (h *Handler) prepareRecord(a *assembly) error {
-	if !a.observes() {
-		return nil
-	}
-	// The session's earlier writes may still be committing: the record
-	// is read through them.
-	rec, _, err := h.taskRecord(a, a.call.Before())
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), observeTimeout)
-	defer cancel()
-	rec.Task = a.task
-	before, _ := json.Marshal(rec)
-	rec.Observe(a.observation(ctx))
-	if after, _ := json.Marshal(rec); bytes.Equal(before, after) {
-		// Nothing new (a retried call): the record is not rewritten.
-		a.recordSame = true
-		return nil
-	}
-	rec.Updated = a.at
-	a.observed = &rec
-	return nil
-}
-
 // observation is what the call shows about its task: the task's turns of
 // the transcript and the answer.
-func (a *assembly) observation(ctx context.Context) memory.Observation {
+func (a *assembly) observation() memory.Observation {
 	var turns []int
 	for i, d := range a.plan.Turns {
 		if d.Task == a.task {
 			turns = append(turns, i)
 		}
 	}
-	return memory.Observation{Transcript: a.transcript, Turns: turns, Response: a.resp.Bytes(), SSE: a.sse, Status: a.status, Context: ctx}
+	return memory.Observation{Transcript: a.transcript, Turns: turns, Response: a.resp.Bytes(), SSE: a.sse, Status: a.status}
 }
 
 // summarize asks the optional memory model for the task's progress once a
@@ -418,21 +341,6 @@ func (h *Handler) summarize(a *assembly) error {
 		r.Summary = summary
 		return nil
 	})
-}
-
-// attributeSummary stores each task's section of a compaction summary in
-// that task's record.
-func attributeSummary(w *memory.Tx, a *assembly) error {
-	for id, section := range summarySections(a) {
-		if err := w.UpdateRecord(a.session, id, func(r *memory.Record) error {
-			r.Task = id
-			r.Summary = section
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // summarySections splits a compaction call's summary by task (none when

@@ -111,12 +111,9 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	return nil
 }
 
-// saveLabels persists the decisions of this call that the store does not
-// hold yet (or that were fallbacks), and every task first routed here. A
-// fallback's guessed task is not recorded as a task: the next call of the
-// turn guesses afresh and must be free to give it the same id. Labels
-// that saveEarlyLabels wrote are not written again.
-func saveLabels(w writes, a *assembly) error {
+// newTasks lists the tasks the call opened, each named by the request
+// that opened it.
+func newTasks(a *assembly) []memory.Task {
 	if a.plan == nil {
 		return nil
 	}
@@ -124,47 +121,14 @@ func saveLabels(w writes, a *assembly) error {
 	for _, id := range a.knownTasks {
 		seen[id] = true
 	}
+	var out []memory.Task
 	for i, d := range a.plan.Turns {
 		if d.Task != "" && d.Routed && !seen[d.Task] {
 			seen[d.Task] = true
-			if err := w.PutTask(a.session, memory.Task{ID: d.Task, Name: title(a.transcript, i), Created: a.at}); err != nil {
-				return err
-			}
+			out = append(out, memory.Task{ID: d.Task, Name: title(a.transcript, i), Created: a.at})
 		}
 	}
-	fps, labels := newLabels(a)
-	if len(fps) <= a.labelsSaved {
-		return nil
-	}
-	return w.PutLabels(a.session, fps[a.labelsSaved:], labels[a.labelsSaved:])
-}
-
-// labelChunk is how many labels one write transaction takes at most
-// before the call's own: bbolt has one writer, and other sessions' writes
-// wait for the transaction that holds it.
-const labelChunk = 4096
-
-// saveEarlyLabels writes the labels of a call with many new turns (a long
-// history seen for the first time) in transactions of labelChunk, before
-// the call's transaction, which writes the last of them with the rest, so
-// that one huge call cannot hold the store's writer for long. A crash in
-// between leaves labels without the record's update, which the next call
-// completes (the record reads the turns it has not read).
-func (h *Handler) saveEarlyLabels(a *assembly) error {
-	fps, labels := newLabels(a)
-	if len(fps)-a.labelsSaved > labelChunk {
-		a.call.Prev()
-	}
-	for len(fps)-a.labelsSaved > labelChunk {
-		from, to := a.labelsSaved, a.labelsSaved+labelChunk
-		if err := h.store.Update(func(w *memory.Tx) error {
-			return w.PutLabels(a.session, fps[from:to], labels[from:to])
-		}); err != nil {
-			return err
-		}
-		a.labelsSaved = to
-	}
-	return nil
+	return out
 }
 
 // newLabels lists the decisions of this call to persist: those the store

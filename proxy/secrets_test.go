@@ -100,10 +100,12 @@ func TestSecretsNeverStored(t *testing.T) {
 // than one label transaction takes still stores a label for every turn
 // (written in chunks before the call's own transaction) and its record.
 func TestLongHistoryLabelsInChunks(t *testing.T) {
-	// More messages than --route-messages' default routes: allow them.
-	srv, h := setup(t, &recorder{}, func(c *Config) { c.RouteMessages = 4 * labelChunk })
+	// More turns than memory's 4096 labels a transaction, and more
+	// messages than --route-messages' default routes: allow them.
+	const turns = 5096
+	srv, h := setup(t, &recorder{}, func(c *Config) { c.RouteMessages = 4 * turns })
 	var ms []chat.Message
-	for i := range labelChunk + 1000 {
+	for i := range turns {
 		ms = append(ms, chattest.User("In /work/ws1 step "+strconv.Itoa(i)+": fix the parser"), chattest.Assistant("done"))
 	}
 	body := chattest.OpenCodeBody(t, append(ms, chattest.User("In /work/ws1 now run the tests"))...)

@@ -87,14 +87,13 @@ func (c *Call) Task() string {
 	return task
 }
 
-// Ordered says whether the call has a place in its session's writes.
-func (c *Call) Ordered() bool { return c != nil && c.slot != nil }
+// ordered says whether the call has a place in its session's writes.
+func (c *Call) ordered() bool { return c != nil && c.slot != nil }
 
 // Run runs fn in the background once what the session's earlier writes
 // will store is known, and then, when not nil, last, once the call's place
-// is over. fn either writes nothing (Skip) or publishes what it will write
-// (Publish), waits for the earlier writes' place (Prev) and queues its own
-// (Queue).
+// is over. fn either writes nothing (Skip) or commits what it writes
+// (Commit).
 func (c *Call) Run(fn, then func()) {
 	if c == nil {
 		c = &Call{}
@@ -102,9 +101,9 @@ func (c *Call) Run(fn, then func()) {
 	c.slot.run(fn, then)
 }
 
-// Before lists the session's earlier writes still to commit, oldest first,
+// before lists the session's earlier writes still to commit, oldest first,
 // on which the call's own are worked out. Valid within Run.
-func (c *Call) Before() []*Pending {
+func (c *Call) before() []*Pending {
 	if c == nil {
 		return nil
 	}
@@ -128,12 +127,12 @@ func (c *Call) Release() {
 	}
 }
 
-// Publish makes what the call will write readable by the session's next
+// publish makes what the call will write readable by the session's next
 // call before it commits: fill puts those writes into p, reading the store
 // through before (the earlier writes), when a call first reads them; task
-// is the task its event names. It must come before Queue.
-func (c *Call) Publish(task string, fill func(p *Pending, before []*Pending) error) {
-	if !c.Ordered() {
+// is the task its event names. It must come before queue.
+func (c *Call) publish(task string, fill func(p *Pending, before []*Pending) error) {
+	if !c.ordered() {
 		return
 	}
 	c.own = &ahead{writes: NewPending(c.session), before: c.slot.before(), done: c.slot.doneChan(), fill: fill}
@@ -141,19 +140,19 @@ func (c *Call) Publish(task string, fill func(p *Pending, before []*Pending) err
 	c.slot.publish(c.own)
 }
 
-// Prev waits until the session's earlier writes have their place in the
+// prev waits until the session's earlier writes have their place in the
 // store's commit order. Within Run only.
-func (c *Call) Prev() {
+func (c *Call) prev() {
 	if c != nil {
 		c.slot.waitPrev()
 	}
 }
 
-// Queue queues fn, the call's writes, in the store's commit order after the
-// session's earlier writes (Prev first), with the end of its claim and the
+// queue queues fn, the call's writes, in the store's commit order after the
+// session's earlier writes (prev first), with the end of its claim and the
 // mark that its published writes committed; the session's next call may
 // queue its own at once. It returns Store.Queue's wait.
-func (c *Call) Queue(fn func(*Tx) error) (wait func() error) {
+func (c *Call) queue(fn func(*Tx) error) (wait func() error) {
 	wait = c.s.Queue(func(w *Tx) error {
 		if err := w.Release(c.claim); err != nil {
 			return err
@@ -180,7 +179,7 @@ type Progress struct {
 
 // Progress returns the call's Progress.
 func (c *Call) Progress() Progress {
-	if !c.Ordered() {
+	if !c.ordered() {
 		return Progress{}
 	}
 	return Progress{c.slot.ready, c.slot.placed, c.slot.done}

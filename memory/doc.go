@@ -17,9 +17,9 @@
 // begins (Store.Begin) by waiting for its session's earlier writes, at
 // most 2 s for this process's (read ahead of their commit) and 2 s for
 // another replica's (claims), and takes the next place; its writes, worked
-// out after its answer, are published for the next call (Call.Publish)
-// and queued after the earlier ones (Call.Queue), the claim ending in the
-// same transaction. A session called faster than its writes commit reads
+// out after its answer, are published for the next call and queued after
+// the earlier ones (Call.Commit), the claim ending in their transaction.
+// A session called faster than its writes commit reads
 // through at most 8 of them, then waits for the oldest. What a call
 // writes comes as one Write (its tasks, labels, frozen record messages,
 // what it shows of its task's work, a compaction's summary by task), which

@@ -75,14 +75,14 @@ func (c *Call) Commit(w *Write, event func() Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if c.Ordered() {
-		c.Publish(w.Task, func(p *Pending, before []*Pending) error {
+	if c.ordered() {
+		c.publish(w.Task, func(p *Pending, before []*Pending) error {
 			return c.fill(p, before, w, saved, observed, same)
 		})
-		c.Prev()
+		c.prev()
 	}
 	ev := event()
-	err = c.Queue(func(tx *Tx) error {
+	err = c.queue(func(tx *Tx) error {
 		if err := tx.Touch(w.Session, w.Parent, w.At); err != nil {
 			return err
 		}
@@ -120,8 +120,8 @@ type writes interface {
 // many.
 func (c *Call) earlyLabels(w *Write) (int, error) {
 	saved := 0
-	if len(w.Fps)-saved > labelChunk {
-		c.Prev()
+	if len(w.Fps) > labelChunk {
+		c.prev()
 	}
 	for len(w.Fps)-saved > labelChunk {
 		from, to := saved, saved+labelChunk
@@ -143,7 +143,7 @@ func (c *Call) observe(w *Write) (rec *Record, same bool, err error) {
 	var r Record
 	if w.Record != nil {
 		r = *w.Record
-	} else if err := c.s.ViewWith(c.Before(), func(v *View) (err error) {
+	} else if err := c.s.ViewWith(c.before(), func(v *View) (err error) {
 		r, _, err = v.Record(w.Session, w.Task)
 		return err
 	}); err != nil {

@@ -261,7 +261,10 @@ func TestSideCallsDoNotPassForCommitted(t *testing.T) {
 	// call's writes are worked out and published, and wait to commit.
 	never := make(chan struct{})
 	stuck, _, _ := h.store.Begin(context.Background(), session)
-	stuck.Run(func() { stuck.Publish("", nil); <-never }, nil)
+	h.after.Add(1)
+	stuck.Run(func() {
+		stuck.Commit(&memory.Write{Session: session}, func() memory.Event { <-never; return memory.Event{Kind: "agent"} })
+	}, h.after.Done)
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 	r.Header.Set("X-Session-Id", session)
 	r.Header.Set(HeaderMode, "rcm")

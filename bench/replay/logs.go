@@ -141,14 +141,9 @@ func Logs(ctx context.Context, sessions []chatlog.Session, opts Options) (*LogRe
 		}
 	}
 	res := logResults(plans, units, obs, done, opts)
-	res.Interrupted = ctx.Err() != nil
-	for _, err := range failures {
-		res.Errors = append(res.Errors, err.Error())
-	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, errors.Join(failures...)
+	var err error
+	res.Interrupted, res.Errors, err = ended(ctx, failures)
+	return res, err
 }
 
 // logUnit replays one real session in one mode at one threshold.

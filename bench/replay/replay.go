@@ -127,14 +127,21 @@ func Replay(ctx context.Context, spec *benchspec.Spec, opts Options) (*Results, 
 		kept = append(kept, results[i])
 	}
 	res := aggregate(spec, opts, kept)
-	res.Interrupted = ctx.Err() != nil
-	for _, err := range failures {
-		res.Errors = append(res.Errors, err.Error())
+	var err error
+	res.Interrupted, res.Errors, err = ended(ctx, failures)
+	return res, err
+}
+
+// ended says how a replay ended: interrupted (ctx ended it), its failures'
+// messages for the results, and its error (ctx's, else the failures').
+func ended(ctx context.Context, failures []error) (interrupted bool, msgs []string, err error) {
+	for _, f := range failures {
+		msgs = append(msgs, f.Error())
 	}
 	if ctx.Err() != nil {
-		return res, ctx.Err()
+		return true, msgs, ctx.Err()
 	}
-	return res, errors.Join(failures...)
+	return false, msgs, errors.Join(failures...)
 }
 
 // runner holds a replay's shared state.

@@ -94,18 +94,24 @@ func FuzzReadClaudeCodeLog(f *testing.F) {
 	f.Add([]byte("{}\n\n[1]\n{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"image\"}]}}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadClaudeCodeLog(b, "fuzz", "fuzz")
-		if err != nil {
-			return
-		}
-		messages := 0
-		for i, turn := range tr.Turns {
-			if err := ValidateMessages(turn.Messages); err != nil {
-				t.Fatalf("turn %d: %v", i, err)
-			}
-			messages += 1 + len(turn.Messages)
-		}
-		if messages > len(b) {
-			t.Fatalf("%d messages from %d bytes", messages, len(b))
+		if err == nil {
+			checkReadLog(t, tr, b)
 		}
 	})
+}
+
+// checkReadLog fails t when a log read from b leaves a tool call
+// unanswered or gives more messages than b has bytes.
+func checkReadLog(t *testing.T, tr *chat.Trajectory, b []byte) {
+	t.Helper()
+	messages := 0
+	for i, turn := range tr.Turns {
+		if err := ValidateMessages(turn.Messages); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		messages += 1 + len(turn.Messages)
+	}
+	if messages > len(b) {
+		t.Fatalf("%d messages from %d bytes", messages, len(b))
+	}
 }

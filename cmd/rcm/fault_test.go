@@ -244,21 +244,8 @@ func TestKill9OneReplica(t *testing.T) {
 }
 
 // lagCount is how many calls' writes the replica at addr has finished
-// (rcm_store_lag_seconds_count): committed or failed.
-func lagCount(t *testing.T, addr string) int { return lagCountIn(t, metricsOf(t, addr)) }
-
-func lagCountIn(t *testing.T, m []byte) int {
-	t.Helper()
-	count := regexp.MustCompile(`(?m)^rcm_store_lag_seconds_count (\d+)$`).FindSubmatch(m)
-	if count == nil {
-		t.Fatalf("no rcm_store_lag_seconds_count in\n%s", m)
-	}
-	n, _ := strconv.Atoi(string(count[1]))
-	return n
-}
-
-// metricsOf is what the replica at addr serves at /rcm/metrics.
-func metricsOf(t *testing.T, addr string) []byte {
+// (rcm_store_lag_seconds_count on /rcm/metrics): committed or failed.
+func lagCount(t *testing.T, addr string) int {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/rcm/metrics")
 	if err != nil {
@@ -269,7 +256,12 @@ func metricsOf(t *testing.T, addr string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	count := regexp.MustCompile(`(?m)^rcm_store_lag_seconds_count (\d+)$`).FindSubmatch(m)
+	if count == nil {
+		t.Fatalf("no rcm_store_lag_seconds_count in\n%s", m)
+	}
+	n, _ := strconv.Atoi(string(count[1]))
+	return n
 }
 
 // privatePostgres starts a PostgreSQL server of the test's own (initdb in

@@ -30,7 +30,9 @@
 // parsed request, the task's turns, the upstream answer, which transcript.ParseReply
 // reassembles from an SSE stream or a JSON completion) into a task's
 // record, deterministically and idempotently; Render and Message turn a
-// record into the bounded memory message; Summarizer optionally asks a
+// record, with a brief of the other tasks a routed call leaves out (their
+// requests verbatim, unfinished items, files changed, progress; at most
+// half the bound), into the bounded memory message; Summarizer optionally asks a
 // model (go-openai, the only HTTP here, off the request path) for a terse
 // progress summary. It never serves HTTP.
 //

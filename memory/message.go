@@ -14,15 +14,27 @@ import (
 // the message is, so that it does not answer it as a request.
 const preface = "This is rcm's record of the state of this task, kept by the proxy from the conversation so far; it is context, not a new request."
 
+// Others are the tasks a memory message briefs besides its own, the most
+// recently worked first, and the most bytes the brief may take (the proxy
+// gives it half the bytes of their turns the call leaves out, so that the
+// brief never costs more than half of what leaving them out saves).
+type Others struct {
+	Records []Record
+	Bytes   int
+}
+
 // Message returns the memory message of r: one complete chat message object,
 // {"role":"user","content":"<rcm-task-state task=\"ID\">\n...\n</rcm-task-state>"},
 // to splice into the messages array before the first request of a run of
 // the task (the proxy places it where the routed history lacks it). The
-// content is the preface line and Render(r). With maxTokens > 0 the whole
-// object stays within maxTokens*4 bytes (tokens estimated as bytes/4,
-// escaping included), the requirements kept before anything else. The
-// same record always gives the same bytes.
-func Message(r Record, maxTokens int) []byte {
+// content is the preface line, Render(r) and the brief of the other tasks
+// (renderOthers) whose turns the routed context leaves out. With maxTokens
+// > 0 the whole object stays within maxTokens*4 bytes (tokens estimated as
+// bytes/4, escaping included), the requirements kept before anything else,
+// and the brief takes at most half: the task's own state is what the
+// context is for. It is nil when r has no requirements and there is no
+// brief. The same records always give the same bytes.
+func Message(r Record, o Others, maxTokens int) []byte {
 	open := `<rcm-task-state task="` + html.EscapeString(r.Task) + `">` + "\n" + preface + "\n"
 	const end = "</rcm-task-state>"
 	budget := 0
@@ -33,9 +45,18 @@ func Message(r Record, maxTokens int) []byte {
 		}
 	}
 	for {
+		own := Render(r, budget)
+		room := max(0, o.Bytes)
+		if maxTokens > 0 {
+			room = max(0, min(room, budget*4-len(own), budget*4/2))
+		}
+		brief := renderOthers(o.Records, room)
+		if len(r.Requirements) == 0 && brief == "" {
+			return nil // nothing to say
+		}
 		// Records are stored redacted; redacting the text again covers
 		// a record that never passed the store (idempotent otherwise).
-		msg := encodeMessage(redact.String(open + Render(r, budget) + end))
+		msg := encodeMessage(redact.String(open + own + brief + end))
 		over := len(msg) - maxTokens*4
 		if maxTokens <= 0 || over <= 0 || budget == 1 {
 			return msg

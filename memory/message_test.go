@@ -24,8 +24,8 @@ func decodeMessage(t *testing.T, msg []byte) (role, content string) {
 func TestMessage(t *testing.T) {
 	r := renderRecord()
 	r.Task = `t"1<`
-	msg := Message(r, 0)
-	if !bytes.Equal(msg, Message(r, 0)) {
+	msg := Message(r, Others{}, 0)
+	if !bytes.Equal(msg, Message(r, Others{}, 0)) {
 		t.Error("the same record gave different bytes")
 	}
 	if bytes.Contains(msg, []byte(`\u003c`)) {
@@ -53,9 +53,9 @@ func TestMessageBounded(t *testing.T) {
 	r := renderRecord()
 	// Quotes and newlines grow under JSON escaping.
 	r.Requirements = append(r.Requirements, Requirement{Text: strings.Repeat("\"q\"\n", 300)})
-	full := Message(r, 0)
+	full := Message(r, Others{}, 0)
 	for _, tokens := range []int{1, 10, 50, 100, 200, 400, 1000, 100000} {
-		msg := Message(r, tokens)
+		msg := Message(r, Others{}, tokens)
 		_, content := decodeMessage(t, msg)
 		if len(msg) > tokens*4 && tokens >= 100 {
 			t.Errorf("%d tokens: %d bytes", tokens, len(msg))
@@ -159,4 +159,69 @@ func TestFrozenConcurrent(t *testing.T) {
 			t.Errorf("%d frozen messages kept, want %d", n, maxFrozen)
 		}
 	})
+}
+
+// TestMessageOthers: the brief of the other tasks follows the task's own
+// state, holds their requests verbatim, leaves out what only their own
+// context needs (commands, files read, the last test), within a bound
+// takes at most half of it, the task's own requirements kept first, and
+// never more than the bytes of the turns it stands for.
+func TestMessageOthers(t *testing.T) {
+	own := renderRecord()
+	other := renderRecord()
+	other.Task = "t2"
+	other.Requirements = []Requirement{{Text: "Add a CSV export to report.go.", Turn: "cc"}}
+	other.FilesChanged = []string{"report.go"}
+	third := Record{Task: "t3", Requirements: []Requirement{{Text: "Rename the CLI flag --out to --output.", Turn: "dd"}}}
+	_, content := decodeMessage(t, Message(own, Others{[]Record{other, third}, 1 << 20}, 0))
+	mine, brief, ok := strings.Cut(content, othersTitle)
+	if !ok || !strings.Contains(mine, Render(own, 0)) {
+		t.Fatalf("own state, then the brief:\n%s", content)
+	}
+	want := "\nTask t2:\nRequirements (verbatim, oldest first):\n- Add a CSV export to report.go.\n" +
+		"Unfinished:\n- empty input still panics\nFiles changed:\n- report.go\nProgress:\n- found the bug\n- fixed parse\n" +
+		"Summary:\n- Parser fixed; empty input pending.\n" +
+		"Task t3:\nRequirements (verbatim, oldest first):\n- Rename the CLI flag --out to --output.\n</rcm-task-state>"
+	if brief != want {
+		t.Errorf("brief:\n%q\nwant\n%q", brief, want)
+	}
+	if !bytes.Equal(Message(own, Others{[]Record{other, third}, 1 << 20}, 0), Message(own, Others{[]Record{other, third}, 1 << 20}, 0)) {
+		t.Error("the same records gave different bytes")
+	}
+	// Bounded: the brief never takes more than half, and never pushes out
+	// the task's own first requirement.
+	long := other
+	long.Requirements = []Requirement{{Text: strings.Repeat("export every column; ", 400), Turn: "cc"}}
+	for _, tokens := range []int{100, 300, 1000, 4000} {
+		msg := Message(own, Others{[]Record{long, third}, 1 << 20}, tokens)
+		_, content := decodeMessage(t, msg)
+		if len(msg) > tokens*4 {
+			t.Errorf("%d tokens: %d bytes", tokens, len(msg))
+		}
+		if !strings.Contains(content, item(own.Requirements[0].Text)) {
+			t.Errorf("%d tokens: the task's own first requirement was cut", tokens)
+		}
+		if _, brief, _ := strings.Cut(content, othersTitle); len(brief) > tokens*4/2 {
+			t.Errorf("%d tokens: the brief took %d bytes", tokens, len(brief))
+		}
+	}
+	if _, content := decodeMessage(t, Message(own, Others{}, 0)); strings.Contains(content, othersTitle) {
+		t.Error("a brief without other tasks")
+	}
+	// A new task (no requirements yet) gets a message for the brief alone,
+	// and none when there is nothing to say.
+	fresh := Record{Task: "t4"}
+	if Message(fresh, Others{}, 0) != nil || Message(fresh, Others{[]Record{third}, 10}, 0) != nil {
+		t.Error("a message with nothing to say")
+	}
+	if _, content := decodeMessage(t, Message(fresh, Others{[]Record{third}, 1 << 20}, 0)); !strings.Contains(content, third.Requirements[0].Text) {
+		t.Errorf("a new task's brief: %q", content)
+	}
+	// Never more than the turns it stands for.
+	for _, n := range []int{0, 40, 200} {
+		_, content := decodeMessage(t, Message(own, Others{[]Record{long, third}, n}, 0))
+		if _, brief, ok := strings.Cut(content, othersTitle); ok && len(othersTitle)+len(brief)-len("</rcm-task-state>") > n {
+			t.Errorf("a brief of at most %d bytes took %d", n, len(othersTitle)+len(brief))
+		}
+	}
 }

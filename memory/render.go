@@ -24,6 +24,42 @@ func Render(r Record, maxTokens int) string {
 	if r.Workspace != "" && !w.line("Workspace: "+r.Workspace) {
 		return w.String()
 	}
+	w.sections(r, false)
+	return w.String()
+}
+
+// othersTitle opens the brief of the other tasks in a memory message.
+const othersTitle = "Other tasks of this session, whose turns this context leaves out (most recent first):"
+
+// renderOthers writes the brief of other tasks within limit bytes
+// (negative: none): each task's requests verbatim, what is unfinished, the
+// files it changed and its latest progress, so that a request that builds
+// on another task's work still reads it. The tasks share the room
+// equally, a task leaving room unused passing it on to the next.
+func renderOthers(others []Record, limit int) string {
+	if len(others) == 0 {
+		return ""
+	}
+	w := &renderer{limit: limit}
+	if !w.line(othersTitle) {
+		return ""
+	}
+	for k, o := range others {
+		sub := &renderer{limit: -1}
+		if limit >= 0 {
+			sub.limit = w.room() / (len(others) - k)
+		}
+		if sub.line("Task " + o.Task + ":") {
+			sub.sections(o, true)
+		}
+		w.WriteString(sub.String())
+	}
+	return w.String()
+}
+
+// sections adds r's sections in order of importance; brief keeps only
+// those another task's request may build on.
+func (w *renderer) sections(r Record, brief bool) {
 	reqs := make([]string, len(r.Requirements))
 	for i, q := range r.Requirements {
 		reqs[i] = q.Text
@@ -48,22 +84,22 @@ func Render(r Record, maxTokens int) string {
 		title  string
 		items  []string
 		latest bool // keep the newest items when cut
+		brief  bool // in the brief of another task
 	}{
-		{"Requirements (verbatim, oldest first):", reqs, false},
-		{"Unfinished:", r.Unfinished, false},
-		{"Last test:", test, false},
-		{"Files changed:", r.FilesChanged, false},
-		{"Progress:", r.Progress, true},
-		{"Summary:", summary, false},
-		{"Commands run:", cmds, true},
-		{"Files read:", r.FilesRead, true},
+		{"Requirements (verbatim, oldest first):", reqs, false, true},
+		{"Unfinished:", r.Unfinished, false, true},
+		{"Last test:", test, false, false},
+		{"Files changed:", r.FilesChanged, false, true},
+		{"Progress:", r.Progress, true, true},
+		{"Summary:", summary, false, true},
+		{"Commands run:", cmds, true, false},
+		{"Files read:", r.FilesRead, true, false},
 	}
 	for _, s := range sections {
-		if len(s.items) > 0 && !w.list(s.title, s.items, s.latest) {
+		if len(s.items) > 0 && (s.brief || !brief) && !w.list(s.title, s.items, s.latest) {
 			break
 		}
 	}
-	return w.String()
 }
 
 func command(c Command) string {

@@ -145,9 +145,13 @@ func TestSwitchRecordStays(t *testing.T) {
 	for k := range fwd {
 		got := records(fwd[k])
 		switch turn := s.turn[k]; {
-		case turn < 2:
+		case turn == 0:
 			if len(got) != 0 {
-				t.Errorf("call %d: records at %v before any return", k, got)
+				t.Errorf("call %d: records at %v in a one-task context", k, got)
+			}
+		case turn == 1: // a new task: a record with the brief of the first
+			if len(got) != 1 || got[0] != indexOf(fwd[k], reqs[1])-1 || !briefs(gjson.Get(chattest.Messages(fwd[k])[got[0]], "content").String(), reqs[0]) {
+				t.Errorf("call %d: records at %v, want the new task's with the brief of the first, before its request", k, got)
 			}
 		case turn == 2 || turn == 3:
 			if len(got) != 1 || got[0] != indexOf(fwd[k], reqs[2])-1 {
@@ -156,8 +160,8 @@ func TestSwitchRecordStays(t *testing.T) {
 			if k > first && !extends(fwd[k-1], fwd[k]) {
 				t.Errorf("call %d (turn %d) does not extend call %d", k, turn, k-1)
 			}
-		case turn == 4: // ws2 returns: its own record, before its request
-			if len(got) != 1 || got[0] != indexOf(fwd[k], reqs[4])-1 || !strings.Contains(chattest.Messages(fwd[k])[got[0]], "/work/ws2") {
+		case turn == 4: // ws2 returns: its first run's record, and its own before its request
+			if len(got) != 2 || got[0] != indexOf(fwd[k], reqs[1])-1 || got[1] != indexOf(fwd[k], reqs[4])-1 || !strings.Contains(chattest.Messages(fwd[k])[got[1]], "/work/ws2") {
 				t.Errorf("call %d (ws2): records at %v", k, got)
 			}
 		case turn == 5:

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 )
@@ -141,7 +142,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 			if got := c.resp.Get(HeaderTask); got != task {
 				t.Errorf("%s call %d: task %q, want %q", name, j, got, task)
 			}
-			body := string(r.upstream[j])
+			body := chattest.OutsideRecords(string(r.upstream[j]))
 			if strings.Contains(body, other) || !strings.Contains(body, own) {
 				t.Errorf("%s call %d: forwarded the other task's turns (%v) or lost its own (%v)", name, j, strings.Contains(body, other), !strings.Contains(body, own))
 			}
@@ -154,7 +155,7 @@ func claudeSession(ctx context.Context, t *testing.T, bin, mode string) {
 		}
 	}
 	for j, c := range rs.calls {
-		if c.header.Get("X-Claude-Code-Agent-Id") == "" && (c.resp.Get(HeaderTask) != taskB || strings.Contains(string(rs.upstream[j]), "echo alpha-one")) {
+		if c.header.Get("X-Claude-Code-Agent-Id") == "" && (c.resp.Get(HeaderTask) != taskB || strings.Contains(chattest.OutsideRecords(string(rs.upstream[j])), "echo alpha-one")) {
 			t.Errorf("subagent run, parent call %d: task %q", j, c.resp.Get(HeaderTask))
 		}
 	}

@@ -69,7 +69,10 @@
 //     answers 503 meanwhile.
 //   - rcm mode places a task's record before the first request of each run
 //     of the task (after another task's turn or a compaction summary) and
-//     freezes it there, so a run's calls forward append-only contexts; a
+//     freezes it there, so a run's calls forward append-only contexts; the
+//     record briefs the other tasks whose turns the call leaves out (read
+//     with it in one read), and a new task's first run gets a record for
+//     that brief alone; a
 //     run whose first turn fell back (the full history went out) gets no
 //     record, and a task's 65th run start pushes out its oldest record.
 //     The call is read into its task's record before the write transaction

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rcm-dev/rcm/internal/capture"
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -282,8 +283,16 @@ func TestMessagesRouting(t *testing.T) {
 						t.Fatal("call 1: a one-task context was changed")
 					}
 				case 2:
-					if task == first || strings.Join(requestsOf(got), "|") != switchRequests[1] {
-						t.Fatalf("call 2: task %q, forwarded %q", task, requestsOf(got))
+					reqs := requestsOf(got)
+					if mode == "rcm" {
+						// The new task's record: the brief of the first.
+						if len(reqs) != 2 || !briefs(reqs[0], switchRequests[0]) {
+							t.Fatalf("rcm call 2: forwarded %q", reqs)
+						}
+						reqs = reqs[1:]
+					}
+					if task == first || strings.Join(reqs, "|") != switchRequests[1] {
+						t.Fatalf("call 2: task %q, forwarded %q", task, reqs)
 					}
 					// The subagent started by this turn belongs to its task.
 					sub := capture.LoadIn(t, capture.ClaudeCodeDir(), "subagent_request_with_agent_id")
@@ -310,7 +319,8 @@ func TestMessagesRouting(t *testing.T) {
 						t.Fatalf("call 3 forwarded %q", reqs)
 					}
 					s := string(got)
-					if strings.Contains(s, "work of request 1") || strings.Contains(s, "/work/ws2") || !strings.Contains(s, "work of request 0") {
+					turns := chattest.OutsideRecords(s)
+					if strings.Contains(turns, "work of request 1") || strings.Contains(turns, "/work/ws2") || !strings.Contains(s, "work of request 0") {
 						t.Fatal("the other task's turns forwarded, or the task's own dropped")
 					}
 					if !strings.Contains(s, `"signature":"sig0"`) || !strings.Contains(s, "# Environment") {

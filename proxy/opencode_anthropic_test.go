@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/chattest"
 	"github.com/rcm-dev/rcm/internal/client/opencode"
 	"github.com/rcm-dev/rcm/internal/npm/npmtest"
 	"github.com/rcm-dev/rcm/internal/scripted"
@@ -104,8 +105,9 @@ func TestOpenCodeAnthropicThroughRCM(t *testing.T) {
 			}
 			for j, c := range a2.calls {
 				body := string(a2.upstream[j])
-				if c.resp.Get(HeaderTask) != taskA || strings.Contains(body, "echo beta-one") || !strings.Contains(body, "echo alpha-one") {
-					t.Errorf("alpha's return, call %d: task %q, beta's turn forwarded %v", j, c.resp.Get(HeaderTask), strings.Contains(body, "echo beta-one"))
+				turns := chattest.OutsideRecords(body)
+				if c.resp.Get(HeaderTask) != taskA || strings.Contains(turns, "echo beta-one") || !strings.Contains(turns, "echo alpha-one") {
+					t.Errorf("alpha's return, call %d: task %q, beta's turn forwarded %v", j, c.resp.Get(HeaderTask), strings.Contains(turns, "echo beta-one"))
 				}
 				if mode == "rcm" && !strings.Contains(body, `<rcm-task-state task=\"`+taskA) {
 					t.Errorf("alpha's return, call %d: no record", j)

@@ -126,19 +126,74 @@ func runStarts(t *transcript.Transcript, plan *router.Plan, task string, cur int
 }
 
 // render renders the task's record as a message of at most tokens tokens,
-// to be frozen before turn ti after the response (an empty message when the
-// task has no requirements yet, so that later calls add none there either).
+// to be frozen before turn ti after the response, with the brief of the
+// other tasks whose turns the call leaves out, so that a request building
+// on their work still reads it (an empty message when there is nothing to
+// say, so that later calls add none there either).
 func (h *Handler) render(a *assembly, ti, tokens int) ([]byte, error) {
-	rec, found, err := h.taskRecord(a, a.call.Reads())
+	rec, found, others, err := h.runRecords(a)
 	if err != nil {
 		return nil, err
 	}
-	msg := []byte{}
-	if found && len(rec.Requirements) > 0 {
-		msg = memory.Message(rec, tokens)
+	if !found {
+		rec = memory.Record{Task: a.task}
+	}
+	msg := memory.Message(rec, others, tokens)
+	if msg == nil {
+		msg = []byte{}
 	}
 	a.freeze = append(a.freeze, memory.Freeze{Fp: a.fps[ti], Msg: msg})
 	return msg, nil
+}
+
+// runRecords reads, in one read, the task's record (kept as taskRecord
+// would) and those of the other tasks whose routed turns the call leaves
+// out, the most recently worked first, each with requirements, and the
+// room of their brief: half the bytes of those turns.
+func (h *Handler) runRecords(a *assembly) (memory.Record, bool, memory.Others, error) {
+	var all []memory.Record
+	if err := h.store.ViewWith(a.call.Reads(), func(v *memory.View) (err error) {
+		all, err = v.Records(a.session)
+		return err
+	}); err != nil {
+		return memory.Record{}, false, memory.Others{}, err
+	}
+	r := &taskRecord{task: a.task}
+	byTask := make(map[string]memory.Record, len(all))
+	for _, rec := range all {
+		byTask[rec.Task] = rec
+		if rec.Task == a.task {
+			r.rec, r.found = rec, true
+		}
+	}
+	a.record = r
+	kept := make(map[int]bool, len(a.plan.Keep))
+	for _, ti := range a.plan.Keep {
+		kept[ti] = true
+	}
+	var o memory.Others
+	seen := map[string]bool{a.task: true}
+	t := a.transcript
+	for ti := len(a.plan.Turns) - 1; ti >= 0; ti-- {
+		d := a.plan.Turns[ti]
+		if kept[ti] || !d.Routed {
+			continue
+		}
+		for k := t.Turns[ti].Start; k < t.Turns[ti].End; k++ {
+			o.Bytes += len(t.Messages[k].Raw)
+		}
+		if seen[d.Task] {
+			continue
+		}
+		seen[d.Task] = true
+		if rec, ok := byTask[d.Task]; ok && len(rec.Requirements) > 0 {
+			o.Records = append(o.Records, rec)
+		}
+	}
+	// Half: a call that leaves other tasks out still saves at least half
+	// of what router mode saves.
+	o.Bytes /= 2
+	return r.rec, r.found, o, nil
 }
 
 // fit keeps the context within --context-tokens. The records go in as

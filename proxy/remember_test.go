@@ -43,7 +43,9 @@ func TestRCMModeInjectsFrozenRecord(t *testing.T) {
 		t.Fatalf("forwarded %d messages:\n%s", len(msgs), strings.Join(msgs, "\n"))
 	}
 	mem := gjson.Get(msgs[5], "content").String()
-	if !strings.HasPrefix(mem, `<rcm-task-state task="t1">`) || !strings.Contains(mem, reqs[0]) || strings.Contains(mem, reqs[1]) {
+	// Task t2's request only in the brief of the other tasks.
+	own, _, _ := strings.Cut(mem, "Other tasks of this session")
+	if !strings.HasPrefix(mem, `<rcm-task-state task="t1">`) || !strings.Contains(own, reqs[0]) || strings.Contains(own, reqs[1]) || !briefs(mem, reqs[1]) {
 		t.Fatalf("memory message:\n%s", mem)
 	}
 	if gjson.Get(msgs[6], "content").String() != reqs[2] {
@@ -284,4 +286,11 @@ func TestTaskState(t *testing.T) {
 			t.Errorf("%s: taskState = %+v, want %+v", c.name, got, c.want)
 		}
 	}
+}
+
+// briefs reports whether a record message holds req in its brief of the
+// other tasks (after the task's own state).
+func briefs(record, req string) bool {
+	_, others, ok := strings.Cut(record, "Other tasks of this session, whose turns this context leaves out")
+	return strings.HasPrefix(record, "<rcm-task-state") && ok && strings.Contains(others, req)
 }

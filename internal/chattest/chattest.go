@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"testing"
 
@@ -179,3 +180,12 @@ func EachShared(tb testing.TB, dir, pattern string, want int, fn func(path strin
 		fn(f, b)
 	}
 }
+
+// recordSpan matches an rcm record message's text in a raw body (its
+// newlines JSON-escaped).
+var recordSpan = regexp.MustCompile(`<rcm-task-state.*?</rcm-task-state>`)
+
+// OutsideRecords is body without its rcm record messages' texts: what it
+// forwards of the turns themselves (a record's brief names other tasks'
+// requests and files).
+func OutsideRecords(body string) string { return recordSpan.ReplaceAllString(body, "") }

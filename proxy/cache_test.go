@@ -230,3 +230,46 @@ func TestBudgetStablePrefix(t *testing.T) {
 		t.Errorf("the cut moved on %d of %d calls with dropped turns, want a few steps", moves, cut)
 	}
 }
+
+// TestFallenBackRunGetsRecord: a return whose turn fell back (its calls
+// went out whole) gets the task's record on the run's first routed call,
+// before the return's request, and keeps it there: later calls extend it.
+func TestFallenBackRunGetsRecord(t *testing.T) {
+	reqs := []string{
+		"In /work/ws1 fix the crash in the ORM query compiler; keep the public API unchanged",
+		"In /work/ws2 add a regression test for the URL validator",
+		"Back to /work/ws1: also handle empty lookups in the compiler",
+		"In /work/ws1 also make the empty lookup return an empty queryset",
+	}
+	dirs := []string{"/work/ws1", "/work/ws2", "/work/ws1", "/work/ws1"}
+	s := newCacheSession(reqs, dirs, func(i int) string { return fmt.Sprintf("On branch main, work of request %d", i) })
+	rec := &recorder{}
+	srv, _ := setup(t, rec, nil)
+	var fwd [][]byte
+	for k, n := range s.calls {
+		hdr := http.Header{"X-Session-Id": {"ses_fellback"}, "X-Rcm-Mode": {"rcm"}, "X-Rcm-Threshold": {"0.6"}}
+		if s.turn[k] == 2 {
+			hdr.Set("X-Rcm-Threshold", "1") // the return falls back
+		}
+		resp := post(t, srv.URL+"/v1/chat/completions", chattest.OpenCodeBody(t, s.msgs[:n]...), hdr)
+		io.Copy(io.Discard, resp.Body)
+		if fb := resp.Header.Get(HeaderFallback); (fb != FallbackNone) != (s.turn[k] == 2) {
+			t.Fatalf("call %d (turn %d): fallback %q", k, s.turn[k], fb)
+		}
+		got, _ := rec.last(t)
+		fwd = append(fwd, got)
+	}
+	for k := range fwd {
+		if s.turn[k] != 3 {
+			continue
+		}
+		ms := chattest.Messages(fwd[k])
+		at := indexOf(fwd[k], reqs[2]) - 1
+		if at < 0 || !strings.HasPrefix(gjson.Get(ms[at], "content").String(), `<rcm-task-state task="t1">`) || strings.Contains(chattest.OutsideRecords(string(fwd[k])), "/work/ws2") {
+			t.Fatalf("call %d: no record before the fallen-back return, or the other task's turns kept:\n%s", k, strings.Join(ms, "\n"))
+		}
+		if k > 0 && s.turn[k-1] == 3 && !extends(fwd[k-1], fwd[k]) {
+			t.Errorf("call %d does not extend call %d", k, k-1)
+		}
+	}
+}

@@ -72,9 +72,10 @@
 //     freezes it there, so a run's calls forward append-only contexts; the
 //     record briefs the other tasks whose turns the call leaves out (read
 //     with it in one read), and a new task's first run gets a record for
-//     that brief alone; a
-//     run whose first turn fell back (the full history went out) gets no
-//     record, and a task's 65th run start pushes out its oldest record.
+//     that brief alone; a run whose first calls fell back (the full
+//     history went out) gets its record on its first routed call, whose
+//     prefix changes before it anyway, and a task's 65th run start pushes
+//     out its oldest record.
 //     The call is read into its task's record before the write transaction
 //     (at most 5 s), and labels beyond 4096 new turns go in transactions of
 //     their own, so that one huge call holds the store's single writer only

@@ -71,10 +71,11 @@ type place struct {
 // after another task's turn or a post-compaction summary): there the
 // history the model reads lacks what the record says, while within a run
 // it holds it. The record of the current run is rendered on the run's first
-// call and frozen; every later call of the session finds each run's record
-// where it was first sent, so the contexts of a run are append-only and a
-// switch is the only place a new prefix starts. A run start whose record
-// was never sent (empty, or not rendered) stays without one.
+// routed call and frozen; every later call of the session finds each run's
+// record where it was first sent, so the contexts of a run are append-only
+// and a switch is the only place a new prefix starts. An earlier run start
+// whose record was never sent (empty, or its run fell back throughout)
+// stays without one.
 func (h *Handler) records(a *assembly, cur int) ([]place, error) {
 	starts := runStarts(a.transcript, a.plan, a.task, cur)
 	if len(starts) == 0 {
@@ -90,7 +91,11 @@ func (h *Handler) records(a *assembly, cur int) ([]place, error) {
 	for i, ti := range starts {
 		msg := msgs[i]
 		if !found[i] {
-			if ti != cur {
+			// Only the current run's start gets a record now: at its
+			// request (or later, when that turn's calls fell back and the
+			// history went out whole; this call drops turns before it, so
+			// its prefix changes before the record anyway).
+			if i != len(starts)-1 {
 				continue
 			}
 			if msg, err = h.render(a, ti, h.cfg.MemoryTokens); err != nil {

@@ -94,6 +94,10 @@ type Config struct {
 	// https://api.openai.com/v1); RouterAPIKey its key (environment only).
 	RouterBaseURL string `json:"router_base_url"`
 	RouterAPIKey  string `json:"-"`
+	// RouterCoefficients replace the router's fitted ones: `rcm bench fit`
+	// replays each held-out session through a proxy whose router was
+	// fitted without it. No flag; nil (default) means the fitted ones.
+	RouterCoefficients *router.Coefficients `json:"-"`
 
 	// RouteMessages is the most messages a call may hold to be routed; a
 	// larger call is forwarded whole (X-RCM-Fallback: too-large), since
@@ -244,7 +248,7 @@ func (c Config) Validate() error {
 
 // routerConfig is the router's part of the configuration.
 func (c *Config) routerConfig() router.Config {
-	return router.Config{Threshold: c.Threshold, Model: c.RouterModel, BaseURL: c.RouterBaseURL, APIKey: c.RouterAPIKey}
+	return router.Config{Threshold: c.Threshold, Model: c.RouterModel, BaseURL: c.RouterBaseURL, APIKey: c.RouterAPIKey, Coefficients: c.RouterCoefficients}
 }
 
 // summarizer is the optional memory model, nil when none of its settings

@@ -14,7 +14,9 @@
 // tasks' turns appear) and then rounds replaying its own previous fit,
 // and fits each head by L2-penalised logistic regression on all rows so
 // far. CrossValidate measures every session with coefficients fitted
-// without its fold of whole repositories; Summarize and Report give the
+// without its fold of whole repositories, and returns each fold's
+// coefficients (`rcm bench fit` replays each real session through a proxy
+// with them, in router and rcm mode); Summarize and Report give the
 // issue's measures (needed context lost, continue split off, returns, new
 // tasks, unneeded bytes dropped, calibration) in router mode's forwarded
 // turns, and the ceiling of the drop: the share of the earlier requests'

@@ -179,12 +179,20 @@ func folds(sessions []*Session, k int) [][]*Session {
 	return out
 }
 
+// Fold is one fold of the cross-validation: its sessions and the
+// coefficients fitted without them.
+type Fold struct {
+	Held []*Session
+	Coef *router.Coefficients
+}
+
 // CrossValidate measures every session with coefficients fitted without
-// its fold, at each threshold, and returns the calls.
-func CrossValidate(ctx context.Context, sessions []*Session, o Options, thresholds []float64) (map[float64][]Call, error) {
+// its fold, at each threshold, and returns the calls and the folds.
+func CrossValidate(ctx context.Context, sessions []*Session, o Options, thresholds []float64) (map[float64][]Call, []Fold, error) {
 	o.defaults()
 	fs := folds(sessions, o.Folds)
 	out := map[float64][]Call{}
+	var done []Fold
 	for k, held := range fs {
 		var train []*Session
 		for j, f := range fs {
@@ -193,21 +201,22 @@ func CrossValidate(ctx context.Context, sessions []*Session, o Options, threshol
 			}
 		}
 		if len(train) == 0 {
-			return nil, fmt.Errorf("fit: fold %d: nothing to train on", k)
+			return nil, nil, fmt.Errorf("fit: fold %d: nothing to train on", k)
 		}
 		coef, err := Fit(ctx, train, o)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		done = append(done, Fold{Held: held, Coef: coef})
 		for _, thr := range thresholds {
 			_, calls, err := simulateAll(ctx, held, coef, thr, false)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out[thr] = append(out[thr], slices.Concat(calls...)...)
 		}
 	}
-	return out, nil
+	return out, done, nil
 }
 
 // Measure replays sessions with coef at each threshold (in-sample when

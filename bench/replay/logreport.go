@@ -62,18 +62,24 @@ func (r *LogResults) WriteTable(w io.Writer) {
 	tw.Flush()
 }
 
+// WriteMetrics writes the labelled sessions' metrics as a markdown table,
+// a row per mode, threshold and scope.
+func (r *LogResults) WriteMetrics(w io.Writer) {
+	stat.MdHeader(w, append([]string{"mode", "threshold:"}, logColumns...)...)
+	for _, s := range r.Summaries {
+		for _, row := range logRows(s) {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+}
+
 // markdown writes report.md.
 func (r *LogResults) markdown(w io.Writer) {
 	fmt.Fprintf(w, "# rcm bench replay: real sessions\n\n%d sessions (%d labelled, %d completed), API %s.\n\n", r.Sessions, r.Labelled, r.Completed, r.API)
 	if len(r.Summaries) > 0 {
 		fmt.Fprintln(w, "## Metrics (labelled sessions)")
 		fmt.Fprintln(w)
-		stat.MdHeader(w, append([]string{"mode", "threshold:"}, logColumns...)...)
-		for _, s := range r.Summaries {
-			for _, row := range logRows(s) {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-			}
-		}
+		r.WriteMetrics(w)
 		fmt.Fprintln(w)
 	}
 	for _, e := range r.Errors {

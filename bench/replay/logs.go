@@ -163,13 +163,14 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 	parts := newBodyParts(r.opts.Model, r.opts.API)
 	out := make([]logObs, 0, len(p.calls))
 	session := sid
+	proxy := r.opts.proxyOf(u.session)
 	for k, c := range p.calls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		body := parts.body(p.messages, len(c.Messages))
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
-		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])
+		resp, err := r.post(ctx, proxy+r.opts.path(), sid, u.header(), body[0], body[1])
 		if err != nil {
 			return nil, fail(k, err)
 		}
@@ -198,7 +199,7 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 	if u.mode == benchspec.ModeNative {
 		return out, nil
 	}
-	v, err := r.events(ctx, session, len(out))
+	v, err := r.events(ctx, proxy, session, len(out))
 	if err != nil {
 		return nil, fail(len(out), err)
 	}

@@ -1,11 +1,15 @@
 package replay
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/chatlog"
+	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
 )
@@ -81,5 +85,36 @@ func TestLogMeasure(t *testing.T) {
 	_, all, _ = p.measure(got)
 	if m := all.metrics(); m.ReturnsFallback != 1 || m.Routed != 3 || m.SplitOff != 0 || m.FallbackRate != 0.25 {
 		t.Errorf("%+v", m)
+	}
+}
+
+// TestLogsProxies: with Proxies each session goes to its own proxy (a
+// held-out replay gives each the router fitted without it): here one of
+// them answers 502, and only its session fails.
+func TestLogsProxies(t *testing.T) {
+	opts, _ := replayRig(t)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusBadGateway)
+	}))
+	defer bad.Close()
+	sess := func(name string) chatlog.Session {
+		return chatlog.Session{Name: name, Workdir: "/home/user/x", Turns: []chat.Turn{
+			{Request: "build the parser in /work/ws1", Messages: []chat.Message{chattest.Assistant("ok")}}}}
+	}
+	logs := []chatlog.Session{sess("a"), sess("b")}
+	opts.Modes = []string{benchspec.ModeNative}
+	for _, c := range []struct {
+		proxies []string
+		failed  string
+	}{
+		{[]string{bad.URL, opts.Proxy}, "a"},
+		{[]string{opts.Proxy, bad.URL + "/"}, "b"},
+	} {
+		o := opts
+		o.Proxies = c.proxies
+		res, err := Logs(context.Background(), logs, o)
+		if err == nil || res.Completed != 1 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "session "+c.failed+",") {
+			t.Errorf("proxies %v: err %v, completed %d, errors %q: want session %s alone failed", c.proxies, err, res.Completed, res.Errors, c.failed)
+		}
 	}
 }

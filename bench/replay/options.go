@@ -19,6 +19,10 @@ type Options struct {
 	// calls go to Proxy + "/v1/chat/completions" (or "/v1/messages", see
 	// API). Required.
 	Proxy string
+	// Proxies, when set, give each of Logs' sessions (by index) the proxy
+	// that replays it instead of Proxy: a held-out measure replays each
+	// session through a router fitted without it.
+	Proxies []string
 	// Upstream is the scripted model the proxy forwards to: the driver
 	// queues the recorded reply before each call and takes what the
 	// upstream received after it. Required.
@@ -116,6 +120,9 @@ func (o *Options) validate() error {
 		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	}
 	o.Proxy = strings.TrimRight(o.Proxy, "/")
+	for i, p := range o.Proxies {
+		o.Proxies[i] = strings.TrimRight(p, "/")
+	}
 	o.Direct = strings.TrimRight(o.Direct, "/")
 	return nil
 }
@@ -137,4 +144,12 @@ func (o *Options) path() string {
 		return "/v1/responses"
 	}
 	return "/v1/chat/completions"
+}
+
+// proxyOf is the proxy that replays session (an index into Logs' sessions).
+func (o *Options) proxyOf(session int) string {
+	if session < len(o.Proxies) && o.Proxies[session] != "" {
+		return o.Proxies[session]
+	}
+	return o.Proxy
 }

@@ -25,7 +25,7 @@ const recordWait = 10 * time.Second
 // transaction as its record update, and a session's writes are ordered, so
 // calls events mean that those calls' updates, and no later one, are in.
 func (r *runner) recordSizes(ctx context.Context, session string, calls int) (map[string]int, error) {
-	v, err := r.events(ctx, session, calls)
+	v, err := r.events(ctx, r.opts.Proxy, session, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -40,11 +40,11 @@ func (r *runner) recordSizes(ctx context.Context, session string, calls int) (ma
 	return sizes, nil
 }
 
-// events asks the proxy's inspector for the session's view once the
+// events asks the inspector of proxy (its base URL) for the session's view once the
 // writes of its first calls calls are stored: its records and its last
 // calls events, one per call in order.
-func (r *runner) events(ctx context.Context, session string, calls int) (*sessionView, error) {
-	u := r.opts.Proxy + "/rcm/sessions/" + url.PathEscape(session) + "?events=" + strconv.Itoa(calls)
+func (r *runner) events(ctx context.Context, proxy, session string, calls int) (*sessionView, error) {
+	u := proxy + "/rcm/sessions/" + url.PathEscape(session) + "?events=" + strconv.Itoa(calls)
 	wait := r.recordWait
 	if wait == 0 {
 		wait = recordWait

@@ -4,12 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rcm-dev/rcm/bench/chatlog"
 	"github.com/rcm-dev/rcm/bench/fit"
+	benchreplay "github.com/rcm-dev/rcm/bench/replay"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/internal/scripted"
+	"github.com/rcm-dev/rcm/proxy"
+	"github.com/rcm-dev/rcm/router"
 )
 
 // fitCommand is how router/coef_gen.go names the command that made it.
@@ -43,19 +50,21 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("bench fit: --lambda %v, --folds %d: want a positive penalty and at least 2 folds", c.lambda, c.folds)
 	}
 	var all []*fit.Session
+	var logs []chatlog.Session // the real sessions' logs, as all holds them
 	for _, dir := range strings.Split(c.sessions, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
 		}
-		logs, err := chatlog.Read(dir)
+		ls, err := chatlog.Read(dir)
 		if err != nil {
 			return err
 		}
-		ss, err := fit.Real(logs)
+		ss, err := fit.Real(ls)
 		if err != nil {
 			return err
 		}
 		all = append(all, ss...)
+		logs = append(logs, ls...)
 	}
 	if c.data != "" {
 		ss, err := synthetic(c.data)
@@ -87,7 +96,7 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	thresholds := []float64{0.7, 0.8, 0.9}
 	fmt.Fprintln(stderr, "cross-validating")
-	held, err := fit.CrossValidate(ctx, all, o, thresholds)
+	held, folds, err := fit.CrossValidate(ctx, all, o, thresholds)
 	if err != nil {
 		return err
 	}
@@ -97,6 +106,16 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var b strings.Builder
 	fit.Report(&b, all, in, held, thresholds, o)
+	if len(logs) > 0 {
+		fmt.Fprintln(stderr, "replaying the real sessions held out through the proxy")
+		res, err := heldOut(ctx, logs, all[:len(logs)], folds)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\n## Through the proxy, held out, router and rcm mode\n\n"+
+			"Each real session replayed (`rcm bench replay --sessions`, OpenCode's chat wire format) through an rcm whose router was fitted without its fold, at %.2g; rcm mode's forwarded messages include its record and the brief of the other tasks.\n\n", router.DefaultThreshold)
+		res.WriteMetrics(&b)
+	}
 	if c.report != "" {
 		if err := os.WriteFile(c.report, []byte(b.String()), 0o644); err != nil {
 			return err
@@ -129,4 +148,51 @@ func synthetic(data string) ([]*fit.Session, error) {
 		out = append(out, ss...)
 	}
 	return out, nil
+}
+
+// heldOut replays the real sessions logs (fitted as real, in order) in
+// router and rcm mode, each through an in-process proxy whose router has
+// the coefficients of the fold that holds it out.
+func heldOut(ctx context.Context, logs []chatlog.Session, real []*fit.Session, folds []fit.Fold) (*benchreplay.LogResults, error) {
+	up := scripted.New(scripted.Script{Models: []string{"bench"}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srvCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go up.Serve(srvCtx, ln)
+	upURL := "http://" + ln.Addr().String() + "/v1"
+	tmp, err := os.MkdirTemp("", "rcm-fit-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	index := make(map[*fit.Session]int, len(real))
+	for i, s := range real {
+		index[s] = i
+	}
+	proxies := make([]string, len(logs))
+	for k, f := range folds {
+		cfg := proxy.Config{Upstream: upURL, DB: filepath.Join(tmp, fmt.Sprintf("fold%d.db", k)), Mode: proxy.Native, RouterCoefficients: f.Coef}
+		u, stopProxy, err := startProxy(cfg, io.Discard, slog.LevelWarn, nil, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProxy()
+		for _, s := range f.Held {
+			if i, ok := index[s]; ok {
+				proxies[i] = u
+			}
+		}
+	}
+	res, err := benchreplay.Logs(ctx, logs, benchreplay.Options{Proxy: proxies[0], Proxies: proxies, Upstream: up,
+		Modes: []string{benchspec.ModeRouter, benchspec.ModeRCM}, Thresholds: []float64{router.DefaultThreshold}})
+	if err != nil {
+		return nil, err
+	}
+	if res.Completed != len(logs) {
+		return nil, fmt.Errorf("bench fit: %d of %d held-out sessions replayed", res.Completed, len(logs))
+	}
+	return res, nil
 }

@@ -11,7 +11,8 @@ import (
 
 // TestBenchFit fits on a few sessions of the real corpus, without the
 // synthetic ones: it writes generated coefficients that name their
-// command and a report with the measures in-sample and held out.
+// command and a report with the measures in-sample and held out, in the
+// fit's simulation and through the proxy in router and rcm mode.
 func TestBenchFit(t *testing.T) {
 	dir := t.TempDir()
 	corpus := filepath.Join(dir, "corpus")
@@ -49,7 +50,9 @@ func TestBenchFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"3 real sessions (3 repositories)", "| real, held-out, 0.8 |", "| real, in-sample, 0.8 |", "## Reliability, held out", "The ceiling, real sessions: of the earlier requests' bytes"} {
+	for _, want := range []string{"3 real sessions (3 repositories)", "| real, held-out, 0.8 |", "| real, in-sample, 0.8 |", "## Reliability, held out", "The ceiling, real sessions: of the earlier requests' bytes",
+		// Each session replayed through a proxy fitted without it.
+		"## Through the proxy, held out, router and rcm mode", "| router | 0.80 | at request | 27 |", "| rcm | 0.80 | all calls | 72 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -198,8 +198,9 @@ func TestTwoReplicasForwardAsOne(t *testing.T) {
 		calls += len(s)
 	}
 
-	bolt := forwarded(t, up, sessions, []string{serveOn("--db", filepath.Join(t.TempDir(), "rcm.db"))}, func(int, int) int { return 0 })
-	one := forwarded(t, up, sessions, []string{serveOn("--store", pgtest.Schema(t))}, func(int, int) int { return 0 })
+	boltAddr, oneAddr := serveOn("--db", filepath.Join(t.TempDir(), "rcm.db")), serveOn("--store", pgtest.Schema(t))
+	bolt := forwarded(t, up, sessions, []string{boltAddr}, func(int, int) int { return 0 })
+	one := forwarded(t, up, sessions, []string{oneAddr}, func(int, int) int { return 0 })
 	shared := pgtest.Schema(t)
 	a, b = serveOn("--store", shared), serveOn("--store", shared)
 	rng := rand.New(rand.NewPCG(25, 2))
@@ -228,17 +229,55 @@ func TestTwoReplicasForwardAsOne(t *testing.T) {
 	if changed < calls/2 || records < len(sessions) {
 		t.Fatalf("of %d calls only %d were changed and %d carried a record: the test does not exercise the store", calls, changed, records)
 	}
-	for _, s := range sessions {
-		for _, c := range s {
-			switch {
-			case !bytes.Equal(one[c.key], bolt[c.key]):
-				t.Errorf("%s: one replica on PostgreSQL forwarded %s", c.key, diff(one[c.key], bolt[c.key]))
-			case !bytes.Equal(two[c.key], one[c.key]):
-				t.Errorf("%s: two replicas forwarded %s", c.key, diff(two[c.key], one[c.key]))
+	// A call waits for its session's earlier writes 2 s at most (on a
+	// starved machine it may go on without them: the "bound" outcome), so
+	// each such wait may let one session depart; every other session
+	// must forward the same bytes.
+	compare := func(what string, got, want map[string][]byte, bounds int) int {
+		var departed []string
+		for _, s := range sessions {
+			for _, c := range s {
+				if !bytes.Equal(got[c.key], want[c.key]) {
+					departed = append(departed, fmt.Sprintf("%s: %s forwarded %s", c.key, what, diff(got[c.key], want[c.key])))
+					break
+				}
 			}
 		}
+		if len(departed) > bounds {
+			t.Errorf("%d sessions departed, %d waits ran out:\n%s", len(departed), bounds, strings.Join(departed, "\n"))
+		} else if len(departed) > 0 {
+			t.Logf("%d sessions departed after %d waits ran out their bound:\n%s", len(departed), bounds, strings.Join(departed, "\n"))
+		}
+		return len(departed)
 	}
-	t.Logf("%d sessions, %d calls (%d changed by rcm, %d with a task record): two replicas forwarded what one does, byte for byte", len(sessions), calls, changed, records)
+	n := compare("one replica on PostgreSQL", one, bolt, boundWaits(t, boltAddr)+boundWaits(t, oneAddr))
+	n += compare("two replicas", two, one, boundWaits(t, a)+boundWaits(t, b)+boundWaits(t, oneAddr))
+	t.Logf("%d sessions, %d calls (%d changed by rcm, %d with a task record): two replicas forwarded what one does, byte for byte, in all but %d sessions whose waits ran out", len(sessions), calls, changed, records, n)
+}
+
+// boundWaits reads how many of a server's calls ran out the bound of their
+// wait for the session's earlier writes.
+func boundWaits(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/rcm/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(m), "\n") {
+		if v, ok := strings.CutPrefix(l, `rcm_store_waits_total{outcome="bound"} `); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %q", addr, l)
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // diff shows where got departs from want.

@@ -247,6 +247,17 @@ func TestKill9OneReplica(t *testing.T) {
 // (rcm_store_lag_seconds_count on /rcm/metrics): committed or failed.
 func lagCount(t *testing.T, addr string) int {
 	t.Helper()
+	n, ok := sample(t, addr, "rcm_store_lag_seconds_count")
+	if !ok {
+		t.Fatalf("%s: no rcm_store_lag_seconds_count", addr)
+	}
+	return n
+}
+
+// sample reads the integer value of one sample (a metric's name and
+// labels, as the exposition writes them) on the /rcm/metrics of addr.
+func sample(t *testing.T, addr, name string) (int, bool) {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/rcm/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -256,12 +267,12 @@ func lagCount(t *testing.T, addr string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := regexp.MustCompile(`(?m)^rcm_store_lag_seconds_count (\d+)$`).FindSubmatch(m)
-	if count == nil {
-		t.Fatalf("no rcm_store_lag_seconds_count in\n%s", m)
+	v := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindSubmatch(m)
+	if v == nil {
+		return 0, false
 	}
-	n, _ := strconv.Atoi(string(count[1]))
-	return n
+	n, _ := strconv.Atoi(string(v[1]))
+	return n, true
 }
 
 // privatePostgres starts a PostgreSQL server of the test's own (initdb in

@@ -259,25 +259,8 @@ func TestTwoReplicasForwardAsOne(t *testing.T) {
 // wait for the session's earlier writes.
 func boundWaits(t *testing.T, addr string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/rcm/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	m, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(m), "\n") {
-		if v, ok := strings.CutPrefix(l, `rcm_store_waits_total{outcome="bound"} `); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("%s: %q", addr, l)
-			}
-			return n
-		}
-	}
-	return 0
+	n, _ := sample(t, addr, `rcm_store_waits_total{outcome="bound"}`)
+	return n
 }
 
 // diff shows where got departs from want.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -160,14 +159,11 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 	// The scripted upstream and the proxy, each on its own loopback port,
 	// live as long as the replay.
 	up := scripted.New(scripted.Script{Models: []string{"bench"}, Rules: []scripted.Rule{benchreplay.ClassifierRule}})
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	upURL, stopUp, err := startScripted(up)
 	if err != nil {
 		return err
 	}
-	srvCtx, stopServers := context.WithCancel(context.Background())
-	defer stopServers()
-	go up.Serve(srvCtx, upLn)
-	upURL := "http://" + upLn.Addr().String() + "/v1"
+	defer stopUp()
 
 	db := c.db
 	if db == "" {

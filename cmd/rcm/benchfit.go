@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,14 +154,11 @@ func synthetic(data string) ([]*fit.Session, error) {
 // the coefficients of the fold that holds it out.
 func heldOut(ctx context.Context, logs []chatlog.Session, real []*fit.Session, folds []fit.Fold) (*benchreplay.LogResults, error) {
 	up := scripted.New(scripted.Script{Models: []string{"bench"}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	upURL, stopUp, err := startScripted(up)
 	if err != nil {
 		return nil, err
 	}
-	srvCtx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go up.Serve(srvCtx, ln)
-	upURL := "http://" + ln.Addr().String() + "/v1"
+	defer stopUp()
 	tmp, err := os.MkdirTemp("", "rcm-fit-")
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/proxy"
 )
 
@@ -36,4 +38,17 @@ func startProxy(cfg proxy.Config, logf io.Writer, level slog.Level, front func(h
 			fmt.Fprintln(stderr, "rcm: closing the proxy's store:", err)
 		}
 	}, nil
+}
+
+// startScripted serves the scripted upstream up on a loopback port for the
+// bench commands; url is its OpenAI-style base (".../v1"), and stop shuts
+// it down.
+func startScripted(up *scripted.Server) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go up.Serve(ctx, ln)
+	return "http://" + ln.Addr().String() + "/v1", cancel, nil
 }

@@ -115,17 +115,17 @@ func (p *logPlan) kept(k int, o *logObs) []bool {
 }
 
 // measure returns a labelled unit's counts over the calls at a new request
-// and over all calls, and its decisions for calibration (gold tasks
-// mapped to router ids one to one, see mapTasks).
+// and over all calls, and its decisions for calibration. A decision is
+// correct when it was safe, which is what the router's confidence
+// estimates (router/score.go's heads): its task is the one the same gold
+// task's previous request got (a task no earlier turn has, for a gold
+// task's first request), and no needed request is left out.
 func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 	labels := p.sess.Labels
 	last := map[int]string{} // turn -> router id of its last call
-	got, truth := make([]string, len(obs)), make([]string, len(obs))
-	for k, o := range obs {
+	for _, o := range obs {
 		last[o.turn] = o.task
-		got[k], truth[k] = o.task, labels[o.turn].Task
 	}
-	ids := mapTasks(got, truth)
 	firstNew := slices.IndexFunc(labels, func(l chatlog.Label) bool { return l.Kind == chatlog.KindNew })
 	earlier, current := map[string]bool{}, map[string]bool{} // router ids of earlier turns, of this one
 	turn := -1
@@ -148,7 +148,8 @@ func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 		if o.fellBack() {
 			c.fallbacks = 1
 		}
-		if p.lost(o) {
+		lost := p.lost(o)
+		if lost {
 			c.lost, c.lostRouted = 1, c.routed
 		}
 		prev := -1 // the same gold task's previous request
@@ -196,7 +197,11 @@ func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 			req.add(c)
 		}
 		if o.task != "" {
-			ds = append(ds, Decision{Confidence: o.conf, Correct: ids[o.task] == truth[k], Routed: routed})
+			right := !earlier[o.task]
+			if prev >= 0 {
+				right = o.task == last[prev]
+			}
+			ds = append(ds, Decision{Confidence: o.conf, Correct: right && !lost, Routed: routed})
 		}
 	}
 	return req, all, ds

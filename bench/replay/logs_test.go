@@ -88,6 +88,57 @@ func TestLogMeasure(t *testing.T) {
 	}
 }
 
+// TestLogCalibrationSafe: a decision counts as correct for calibration when
+// it was safe, as the router's confidence claims: one router task for two
+// gold tasks is wrong at the second task's first request (it is no new
+// task) and right at its follow-ups (their task is the one that request
+// got), though a one-to-one mapping of ids would call the first task's
+// request wrong instead.
+func TestLogCalibrationSafe(t *testing.T) {
+	s := &chatlog.Session{Name: "x", Workdir: "/home/user/x",
+		Turns: []chat.Turn{
+			{Request: "build the parser", Messages: []chat.Message{chattest.Assistant("ok 0")}},
+			{Request: "now a CLI for the exporter", Messages: []chat.Message{chattest.Assistant("ok 1")}},
+			{Request: "add a --json flag", Messages: []chat.Message{chattest.Assistant("ok 2")}},
+			{Request: "and --csv", Messages: []chat.Message{chattest.Assistant("ok 3")}},
+		},
+		Labels: []chatlog.Label{
+			{Task: "T1", Kind: chatlog.KindNew},
+			{Task: "T2", Kind: chatlog.KindNew},
+			{Task: "T2", Kind: chatlog.KindContinue, Needs: []string{"T2"}},
+			{Task: "T2", Kind: chatlog.KindContinue, Needs: []string{"T2"}},
+		}}
+	p, err := newLogPlan(s, APIChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []logObs
+	for turn := range 4 {
+		o := logObs{turn: turn, first: true, task: "t1", conf: 0.9, fallback: "none", present: map[string]int{}}
+		for h := range 2 + 2*turn {
+			o.present[p.keys[h]]++
+			if m := p.calls[3].Messages[h]; m.Role == chat.RoleUser {
+				o.texts = append(o.texts, m.Content)
+			}
+		}
+		got = append(got, o)
+	}
+	_, _, ds := p.measure(got)
+	var correct []bool
+	for _, d := range ds {
+		correct = append(correct, d.Correct)
+	}
+	if !slices.Equal(correct, []bool{true, false, true, true}) {
+		t.Errorf("correct %v, want [true false true true]", correct)
+	}
+	// The follow-up that loses its task's first request is not safe.
+	delete(got[3].present, p.keys[3])
+	got[3].texts = slices.DeleteFunc(got[3].texts, func(s string) bool { return s == "now a CLI for the exporter" })
+	if _, _, ds := p.measure(got); ds[3].Correct {
+		t.Errorf("a call that lost a needed request counted correct")
+	}
+}
+
 // TestLogsProxies: with Proxies each session goes to its own proxy (a
 // held-out replay gives each the router fitted without it): here one of
 // them answers 502, and only its session fails.

@@ -251,6 +251,21 @@ type AuditRow struct {
 	Dropped    []int   `json:"dropped"` // earlier turns whose request was not forwarded
 	// NeededLost: a request it needs (by its label) was not forwarded.
 	NeededLost bool `json:"needed_lost,omitempty"`
+	// The request's later calls (after tool calls): how many there were,
+	// the decision of the last one, the earlier turns any of them left
+	// out and whether any of them lost a needed request. A request that
+	// fell back at its first call may be routed at a later one.
+	Calls      int    `json:"calls"`
+	Last       Choice `json:"last"`
+	DroppedAny []int  `json:"dropped_any"`
+	LostAny    bool   `json:"needed_lost_any,omitempty"`
+}
+
+// Choice is one call's decision: its task, confidence and fallback.
+type Choice struct {
+	Task       string  `json:"task"`
+	Confidence float64 `json:"confidence"`
+	Fallback   string  `json:"fallback"`
 }
 
 // Audit lists one session's requests in one mode and threshold.
@@ -280,22 +295,36 @@ func (p *logPlan) audit(u unit, obs []logObs) Audit {
 	a := Audit{Session: p.sess.Name, Path: p.sess.Path, Mode: u.mode, Threshold: u.threshold}
 	for k := range obs {
 		o := &obs[k]
-		if !o.first {
-			continue
-		}
-		row := AuditRow{Turn: o.turn + 1, Request: chatlog.Prefix(p.sess.Turns[o.turn].Request),
-			Task: o.task, Confidence: o.conf, Method: o.method, Fallback: o.fallback, Dropped: []int{}}
+		var dropped []int
 		kept := p.kept(k, o)
 		for j := range o.turn {
 			if h := p.request(j); h >= 0 && !kept[h] {
-				row.Dropped = append(row.Dropped, j+1)
+				dropped = append(dropped, j+1)
 			}
 		}
-		if p.sess.Labels != nil {
-			l := p.sess.Labels[o.turn]
-			row.Gold, row.NeededLost = l.Task+" "+l.Kind, p.lost(o)
+		lost := p.sess.Labels != nil && p.lost(o)
+		if len(a.Requests) == 0 || a.Requests[len(a.Requests)-1].Turn != o.turn+1 {
+			row := AuditRow{Turn: o.turn + 1, Request: chatlog.Prefix(p.sess.Turns[o.turn].Request),
+				Task: o.task, Confidence: o.conf, Method: o.method, Fallback: o.fallback, Dropped: []int{}, DroppedAny: []int{}}
+			row.Dropped = append(row.Dropped, dropped...)
+			if p.sess.Labels != nil {
+				l := p.sess.Labels[o.turn]
+				row.Gold, row.NeededLost = l.Task+" "+l.Kind, lost
+			}
+			a.Requests = append(a.Requests, row)
 		}
-		a.Requests = append(a.Requests, row)
+		row := &a.Requests[len(a.Requests)-1]
+		row.Calls++
+		row.Last = Choice{Task: o.task, Confidence: o.conf, Fallback: o.fallback}
+		for _, j := range dropped {
+			if !slices.Contains(row.DroppedAny, j) {
+				row.DroppedAny = append(row.DroppedAny, j)
+			}
+		}
+		row.LostAny = row.LostAny || lost
+	}
+	for i := range a.Requests {
+		slices.Sort(a.Requests[i].DroppedAny)
 	}
 	return a
 }

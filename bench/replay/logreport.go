@@ -88,20 +88,32 @@ func (r *LogResults) markdown(w io.Writer) {
 	fmt.Fprintln(w, "## Audit: each request's decision (its first call) and the earlier requests it left out")
 	for _, a := range r.Audit {
 		fmt.Fprintf(w, "\n### %s, %s, threshold %.2f\n\n`%s`\n\n", a.Session, a.Mode, a.Threshold, a.Path)
-		stat.MdHeader(w, "turn:", "request", "gold", "task", "confidence:", "method", "fallback", "dropped", "needed lost")
+		stat.MdHeader(w, "turn:", "request", "gold", "task", "confidence:", "method", "fallback", "dropped", "needed lost", "calls:", "last call", "dropped by any call", "needed lost by any")
 		for _, row := range a.Requests {
-			dropped := make([]string, len(row.Dropped))
-			for i, d := range row.Dropped {
-				dropped[i] = "#" + strconv.Itoa(d)
+			last := ""
+			if row.Calls > 1 {
+				last = fmt.Sprintf("%s %.3f %s", row.Last.Task, row.Last.Confidence, row.Last.Fallback)
 			}
-			lost := ""
-			if row.NeededLost {
-				lost = "yes"
-			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %.3f | %s | %s | %s | %s |\n", row.Turn, mdCell(row.Request), row.Gold, row.Task,
-				row.Confidence, row.Method, row.Fallback, strings.Join(dropped, " "), lost)
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %.3f | %s | %s | %s | %s | %d | %s | %s | %s |\n", row.Turn, mdCell(row.Request), row.Gold, row.Task,
+				row.Confidence, row.Method, row.Fallback, turnList(row.Dropped), yes(row.NeededLost), row.Calls, last, turnList(row.DroppedAny), yes(row.LostAny))
 		}
 	}
+}
+
+// turnList writes turn numbers as "#1 #3".
+func turnList(ts []int) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = "#" + strconv.Itoa(t)
+	}
+	return strings.Join(out, " ")
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return ""
 }
 
 // mdCell makes text fit one table cell: one line, no column breaks.

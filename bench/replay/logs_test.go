@@ -79,12 +79,61 @@ func TestLogMeasure(t *testing.T) {
 		!slices.Equal(a.Requests[2].Dropped, []int{2}) || a.Requests[2].NeededLost || a.Requests[1].Gold != "T2 new" {
 		t.Errorf("audit %+v", a.Requests)
 	}
+	for i, r := range a.Requests {
+		if r.Calls != 1 || r.Last.Task != got[i].task || !slices.Equal(r.DroppedAny, r.Dropped) || r.LostAny != r.NeededLost {
+			t.Errorf("request %d: one call, its own decision: %+v", i, r)
+		}
+	}
 	// A fallback at the return, and the continue sent where the return
 	// went: a return fallen back, nothing split off.
 	got[2].fallback, got[3].task = "threshold", "t1"
 	_, all, _ = p.measure(got)
 	if m := all.metrics(); m.ReturnsFallback != 1 || m.Routed != 3 || m.SplitOff != 0 || m.FallbackRate != 0.25 {
 		t.Errorf("%+v", m)
+	}
+}
+
+// TestLogAuditLaterCalls: a request's audit row keeps its first call's
+// decision and adds what its later calls (after tool calls) did: here the
+// first call falls back, the second is routed to a new task and drops
+// every earlier request, a needed one among them.
+func TestLogAuditLaterCalls(t *testing.T) {
+	s := &chatlog.Session{Name: "x", Workdir: "/home/user/x",
+		Turns: []chat.Turn{
+			{Request: "build the parser", Messages: []chat.Message{chattest.Assistant("ok 0")}},
+			{Request: "now test it", Messages: []chat.Message{
+				chattest.ToolCall("c1", "bash", map[string]string{"command": "go test ./..."}), chattest.ToolResult("c1", "ok"), chattest.Assistant("tested")}},
+		},
+		Labels: []chatlog.Label{{Task: "T1", Kind: chatlog.KindNew}, {Task: "T1", Kind: chatlog.KindContinue, Needs: []string{"T1"}}}}
+	p, err := newLogPlan(s, APIChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.calls) != 3 {
+		t.Fatalf("%d calls, want 3", len(p.calls))
+	}
+	obs := func(k, turn int, task, fallback string, fwd ...int) logObs {
+		o := logObs{turn: turn, first: k != 2, task: task, conf: 0.9, fallback: fallback, present: map[string]int{}}
+		for _, h := range fwd {
+			o.present[p.keys[h]]++
+			if m := p.calls[k].Messages[h]; m.Role == chat.RoleUser {
+				o.texts = append(o.texts, m.Content)
+			}
+		}
+		return o
+	}
+	// History: 0 system, 1 and 2 turn 0, 3 to 6 turn 1.
+	got := []logObs{obs(0, 0, "t1", "none", 0, 1), obs(1, 1, "t1", "threshold", 0, 1, 2, 3), obs(2, 1, "t2", "none", 0, 3, 4, 5)}
+	r := p.audit(unit{mode: "router", threshold: 0.8}, got).Requests
+	if len(r) != 2 || r[0].Calls != 1 || r[1].Calls != 2 {
+		t.Fatalf("rows %+v", r)
+	}
+	if x := r[1]; x.Task != "t1" || x.Fallback != "threshold" || len(x.Dropped) != 0 || x.NeededLost ||
+		x.Last != (Choice{Task: "t2", Confidence: 0.9, Fallback: "none"}) || !slices.Equal(x.DroppedAny, []int{1}) || !x.LostAny {
+		t.Errorf("later call not audited: %+v", x)
+	}
+	if x := r[0]; x.Last.Task != "t1" || len(x.DroppedAny) != 0 || x.LostAny {
+		t.Errorf("one call: %+v", x)
 	}
 }
 

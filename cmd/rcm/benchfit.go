@@ -22,9 +22,9 @@ import (
 const fitCommand = "go run ./cmd/rcm bench fit"
 
 type fitConfig struct {
-	sessions, data, out, report string
-	folds                       int64
-	lambda, synthetic           float64
+	sessions, data, out, report, audit string
+	folds                              int64
+	lambda, synthetic                  float64
 }
 
 // benchFit fits the router's scored model on labelled real sessions and the
@@ -38,6 +38,7 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		{flag: "data", env: "RCM_FIT_DATA", help: "shared data folder whose trajectories make the bench's synthetic sessions (default ../shared/data; \"\" for none)", set: stringOpt(&c.data)},
 		{flag: "out", env: "RCM_FIT_OUT", help: "the generated coefficients (default router/coef_gen.go; \"\" to write none)", set: stringOpt(&c.out)},
 		{flag: "report", env: "RCM_FIT_REPORT", help: "the fit's report, markdown (default docs/router-fit.md; \"\" for stdout only)", set: stringOpt(&c.report)},
+		{flag: "audit", env: "RCM_FIT_AUDIT", help: "folder for the held-out replay through the proxy: results.json and report.md, with every request's decisions (default \"\": none)", set: stringOpt(&c.audit)},
 		{flag: "folds", env: "RCM_FIT_FOLDS", help: "cross-validation folds, whole repositories each (default 5)", set: intOpt(&c.folds)},
 		{flag: "lambda", env: "RCM_FIT_LAMBDA", help: "L2 penalty of the logistic heads (default 10)", set: floatOpt(&c.lambda)},
 		{flag: "synthetic-weight", env: "RCM_FIT_SYNTHETIC_WEIGHT", help: "share of each head's row weight the synthetic sessions carry (default 0.2)", set: floatOpt(&c.synthetic)},
@@ -114,6 +115,11 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(&b, "\n## Through the proxy, held out, router and rcm mode\n\n"+
 			"Each real session replayed (`rcm bench replay --sessions`, OpenCode's chat wire format) through an rcm whose router was fitted without its fold, at %.2g; rcm mode's forwarded messages include its record and the brief of the other tasks.\n\n", router.DefaultThreshold)
 		res.WriteMetrics(&b)
+		if c.audit != "" {
+			if err := res.Write(c.audit); err != nil {
+				return err
+			}
+		}
 	}
 	if c.report != "" {
 		if err := os.WriteFile(c.report, []byte(b.String()), 0o644); err != nil {

@@ -33,9 +33,9 @@ func TestBenchFit(t *testing.T) {
 			}
 		}
 	}
-	out, report := filepath.Join(dir, "coef_gen.go"), filepath.Join(dir, "fit.md")
+	out, report, audit := filepath.Join(dir, "coef_gen.go"), filepath.Join(dir, "fit.md"), filepath.Join(dir, "audit")
 	var stdout, stderr bytes.Buffer
-	err := benchFit(context.Background(), []string{"--sessions", corpus, "--data", "", "--folds", "2", "--out", out, "--report", report}, &stdout, &stderr)
+	err := benchFit(context.Background(), []string{"--sessions", corpus, "--data", "", "--folds", "2", "--out", out, "--report", report, "--audit", audit}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
@@ -55,6 +55,16 @@ func TestBenchFit(t *testing.T) {
 		"## Through the proxy, held out, router and rcm mode", "| router | 0.80 | at request | 27 |", "| rcm | 0.80 | all calls | 72 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	// The held-out replay's audit: every session's requests, both modes.
+	listing, err := os.ReadFile(filepath.Join(audit, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### 009, router, threshold 0.80", "### 012, rcm, threshold 0.80", "| dropped by any call |"} {
+		if !strings.Contains(string(listing), want) {
+			t.Errorf("held-out audit lacks %q", want)
 		}
 	}
 	if strings.Contains(string(md), "The ceiling, synthetic sessions") {

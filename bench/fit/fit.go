@@ -28,9 +28,9 @@ type Options struct {
 	// repository) are always in the same fold.
 	Folds int
 	// Synthetic is the share of each head's total row weight that the
-	// synthetic sessions' rows carry, the real ones the rest (0.2: at
-	// 0.5 the held-out real sessions lost needed context on 5.7% of all
-	// calls, at 0.2 on 2.0%; docs/router-fit.md).
+	// synthetic sessions' rows carry, the real ones the rest (0.2: more
+	// loses more of the held-out real sessions' needed context; the
+	// README has the measurements).
 	Synthetic float64
 }
 

@@ -313,13 +313,16 @@ func TestInterleaved(t *testing.T) {
 		{"bare", near, variant{}, 0.95, 0.40, 0.98, 0.98},
 		// One checkout: the fitted model decides. It is fitted mostly on
 		// people's sessions (the bench's a fifth of the weight), where a
-		// new task at a short request is rarely safe, so it falls back
-		// more and routes less surely than the hand-set router that was
-		// tuned on these sessions (0.95 / 0.98 then): floors at this
-		// fit's figures (docs/router-fit.md has the held-out ones).
-		{"shared", shared, variant{named: true, workdir: true}, 0.70, 0.25, 0.90, 0.90},
+		// new task at a short request is rarely safe, and with the L2
+		// penalty that loses least of people's context held out (30), so
+		// it falls back more and routes less surely than the hand-set
+		// router that was tuned on these sessions (0.95 / 0.98 then):
+		// floors at this fit's figures (0.556, 0.355, 0.825; README).
+		// A task the router missed shifts the ids of every later one,
+		// which this accuracy counts wrong (the bench replay maps ids).
+		{"shared", shared, variant{named: true, workdir: true}, 0.55, 0.36, 0.82, 0.82},
 		// Returning requests that do not name their task: many fall back.
-		{"untitled", untitled, variant{named: true, workdir: true}, 0.65, 0.50, 0.88, 0.88},
+		{"untitled", untitled, variant{named: true, workdir: true}, 0.53, 0.58, 0.82, 0.82},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			m := replay(t, v.sessions, 0.8, v.variant)

@@ -251,10 +251,10 @@ type AuditRow struct {
 	Dropped    []int   `json:"dropped"` // earlier turns whose request was not forwarded
 	// NeededLost: a request it needs (by its label) was not forwarded.
 	NeededLost bool `json:"needed_lost,omitempty"`
-	// The request's later calls (after tool calls): how many there were,
-	// the decision of the last one, the earlier turns any of them left
-	// out and whether any of them lost a needed request. A request that
-	// fell back at its first call may be routed at a later one.
+	// Over all the request's calls, the first included: how many there
+	// were, the decision of the last one, the earlier turns any of them
+	// left out and whether any of them lost a needed request. A request
+	// that fell back at its first call may be routed at a later one.
 	Calls      int    `json:"calls"`
 	Last       Choice `json:"last"`
 	DroppedAny []int  `json:"dropped_any"`
@@ -305,8 +305,7 @@ func (p *logPlan) audit(u unit, obs []logObs) Audit {
 		lost := p.sess.Labels != nil && p.lost(o)
 		if len(a.Requests) == 0 || a.Requests[len(a.Requests)-1].Turn != o.turn+1 {
 			row := AuditRow{Turn: o.turn + 1, Request: chatlog.Prefix(p.sess.Turns[o.turn].Request),
-				Task: o.task, Confidence: o.conf, Method: o.method, Fallback: o.fallback, Dropped: []int{}, DroppedAny: []int{}}
-			row.Dropped = append(row.Dropped, dropped...)
+				Task: o.task, Confidence: o.conf, Method: o.method, Fallback: o.fallback, Dropped: append([]int{}, dropped...), DroppedAny: []int{}}
 			if p.sess.Labels != nil {
 				l := p.sess.Labels[o.turn]
 				row.Gold, row.NeededLost = l.Task+" "+l.Kind, lost

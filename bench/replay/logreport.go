@@ -85,7 +85,7 @@ func (r *LogResults) markdown(w io.Writer) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "Error: %s\n\n", e)
 	}
-	fmt.Fprintln(w, "## Audit: each request's decision (its first call) and the earlier requests it left out")
+	fmt.Fprintln(w, "## Audit: each request's decision at its first call and over all its calls, and the earlier requests they left out")
 	for _, a := range r.Audit {
 		fmt.Fprintf(w, "\n### %s, %s, threshold %.2f\n\n`%s`\n\n", a.Session, a.Mode, a.Threshold, a.Path)
 		stat.MdHeader(w, "turn:", "request", "gold", "task", "confidence:", "method", "fallback", "dropped", "needed lost", "calls:", "last call", "dropped by any call", "needed lost by any")

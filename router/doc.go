@@ -62,9 +62,11 @@
 //     number of other tasks and the length of the current run, the turn's
 //     tool calls so far and how many of the files they touch no task
 //     has, and against the candidate: its share of the request's terms,
-//     the share of its subject line named, its BM25 lead over the other
-//     tasks, the files the request names and the turn touches that it
-//     holds or only others hold, and how long ago it last ran. Terms are
+//     the share of its subject line named (and its square: naming the
+//     whole subject says more than naming its parts), its BM25 lead over
+//     the other tasks, the files the request names and the turn touches
+//     that it holds or only others hold, and how long ago it last ran.
+//     Terms are
 //     words (any script: Cyrillic words lower-cased; Han, Kana, Hangul,
 //     Thai as character pairs), word pairs and three-word phrases, and
 //     file paths relative to the working directory. The word classes

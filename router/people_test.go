@@ -167,3 +167,40 @@ func TestDateParserAndCache(t *testing.T) {
 		})
 	}
 }
+
+// TestReturnQuotingSubject: a return that quotes an earlier task's subject
+// line whole is routed to it, in one checkout with four tasks open (named
+// by the X-RCM-Task header, so that only the return is the model's), in
+// whatever language the rest of the request is.
+func TestReturnQuotingSubject(t *testing.T) {
+	const proj = "/home/dev/app"
+	open := []struct {
+		task string
+		msgs []chat.Message
+	}{
+		{"export", answered("Add CSV export to the reports page\nEach report gets a download button that writes its rows as CSV.", "Added the button and the writer.", proj+"/reports/export.py")},
+		{"limit", answered("Rate limit the login endpoint to five attempts a minute\nUse the existing Redis client and return 429 with a Retry-After header.", "Added the limiter.", proj+"/auth/limit.py")},
+		{"forms", answered("Migrate the settings screen to the new form library\nKeep the field order and the validation messages as they are.", "Migrated the screen.", proj+"/ui/settings.tsx")},
+		{"search", answered("Add full-text search to the help center\nIndex the article titles and bodies, and rank exact title matches first.", "Added the index and the ranking.", proj+"/help/search.py")},
+	}
+	for lang, back := range map[string]string{
+		"en": `Back to "Rate limit the login endpoint to five attempts a minute": lock the account out for ten minutes after the fifth failure.`,
+		"es": `Volvamos a «Rate limit the login endpoint to five attempts a minute»: bloquea la cuenta diez minutos tras el quinto fallo.`,
+		"de": `Zurück zu „Rate limit the login endpoint to five attempts a minute“: nach dem fünften Fehlversuch das Konto zehn Minuten sperren.`,
+	} {
+		t.Run(lang, func(t *testing.T) {
+			r := mustNew(t, Config{})
+			st := store{}
+			ms := []chat.Message{env(proj, true)}
+			for _, turn := range open {
+				ms = append(ms, turn.msgs...)
+				st.route(t, r, chattest.Body(ms[:len(ms)-len(turn.msgs)+1]...), Options{Task: turn.task})
+			}
+			_, p := st.route(t, r, chattest.Body(append(ms, chattest.User(back))...), Options{})
+			if d := p.Current; p.Fallback || d.Task != "limit" {
+				t.Fatalf("return routed to %s (%s %.2f, fallback %v), want limit", d.Task, d.Method, d.Confidence, p.Fallback)
+			}
+			t.Logf("return: %s %.2f %v", p.Current.Task, p.Current.Confidence, p.Current.Scores)
+		})
+	}
+}

@@ -45,6 +45,7 @@ const (
 	fEcho       // share of its term mass the previous turn holds (its request, calls, answer)
 	fShare      // share of its term mass the candidate holds
 	fCover      // share of the candidate's subject line it names
+	fCover2     // its square: naming all of a subject says more than naming its parts
 	fLead       // the candidate's BM25 lead over the best other task, in [-1, 1]
 	fFiles      // share of the files it names that the candidate holds
 	fFilesOther // share of the files it names that only other tasks hold
@@ -57,7 +58,7 @@ const (
 // FeatureNames name the features, for the fit and its report.
 var FeatureNames = [Features]string{
 	"bias", "words", "short", "reply", "back", "paste", "question", "item", "asked", "slash",
-	"novel", "others", "run", "acts", "act_new", "files_new", "aside", "echo", "share", "cover", "lead", "files",
+	"novel", "others", "run", "acts", "act_new", "files_new", "aside", "echo", "share", "cover", "cover2", "lead", "files",
 	"files_other", "act_own", "act_other", "gap",
 }
 
@@ -142,6 +143,7 @@ func candidate(x [Features]float64, c int, e evidence, files, act fileMass, gap 
 		x[fShare] = e.matched[c] / e.mass
 	}
 	x[fCover] = e.cover[c]
+	x[fCover2] = e.cover[c] * e.cover[c]
 	if top := e.scores[e.best]; top > 0 {
 		other := 0.0
 		for k, v := range e.scores {

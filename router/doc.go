@@ -56,8 +56,8 @@
 //     task's, and every earlier request it needs stays in the forwarded
 //     context (a new task keeps none). The features: the request's length
 //     and shape (short, a reply word, a back reference, pasted code or a
-//     log, a question, a numbered item of the agent's last answer, the
-//     agent having asked), the share of its term mass no task holds, the
+//     log, a title line over a body as an issue is pasted, a question, a
+//     numbered item of the agent's last answer, the agent having asked), the share of its term mass no task holds, the
 //     share the previous turn holds (a follow-up takes up its words), the
 //     number of other tasks and the length of the current run, the turn's
 //     tool calls so far and how many of the files they touch no task

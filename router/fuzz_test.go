@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzRequestFeatures: the readers of a request's text (tag, artifact,
-// the word classes, pasted content, numbered items) take any text.
+// the word classes, pasted content, a title, numbered items) take any text.
 func FuzzRequestFeatures(f *testing.F) {
 	for _, s := range []string{"[task: a] x", "[task:", "[TASK : b]", "/review", "yes please", "<command-name>/x</command-name>",
 		"step 3", "Traceback (most recent call last):\n  File \"x.py\", line 1", "这个不行", "1.\n2.", "\xff\xfe"} {
@@ -26,6 +26,7 @@ func FuzzRequestFeatures(f *testing.F) {
 			t.Fatalf("pasted(%q) = %v", s, p)
 		}
 		namesItem(s, answer)
+		titled(s)
 	})
 }
 

@@ -31,6 +31,7 @@ const (
 	fReply      // opens with a reply word ("yes", "ok", "sí", "好", ...)
 	fBack       // points back: "it", "this", "back to", "esto", "这个", ...
 	fPaste      // share of its lines that look like code, a log or a stack trace
+	fTitled     // opens with a title line over a body, as an issue or a ticket is pasted
 	fQuestion   // asks a question
 	fItem       // names a numbered item of the agent's last answer ("step 3")
 	fAsked      // the agent's last answer ended with a question
@@ -57,7 +58,7 @@ const (
 
 // FeatureNames name the features, for the fit and its report.
 var FeatureNames = [Features]string{
-	"bias", "words", "short", "reply", "back", "paste", "question", "item", "asked", "slash",
+	"bias", "words", "short", "reply", "back", "paste", "titled", "question", "item", "asked", "slash",
 	"novel", "others", "run", "acts", "act_new", "files_new", "aside", "echo", "share", "cover", "cover2", "lead", "files",
 	"files_other", "act_own", "act_other", "gap",
 }
@@ -109,6 +110,7 @@ func (s *call) features(i int, q *query, e evidence, files, act fileMass, prev s
 	x[fReply] = b2f(opensWithReply(req))
 	x[fBack] = b2f(pointsBack(req))
 	x[fPaste] = pasted(req)
+	x[fTitled] = b2f(titled(req))
 	x[fQuestion] = b2f(strings.ContainsAny(req, "?？"))
 	answer := s.lastAnswer(i)
 	x[fItem] = b2f(namesItem(req, answer))
@@ -444,6 +446,30 @@ func pasted(req string) float64 {
 		return 0
 	}
 	return float64(code) / float64(lines)
+}
+
+// titled reports whether a request opens with a title: after any lines
+// that introduce what follows ("Please fix this issue:"), a line of three
+// to sixteen words (a heading, not a paragraph) over a body of at least
+// three more lines.
+func titled(req string) bool {
+	title, body := false, 0
+	for line := range strings.SplitSeq(str.Clip(req, queryCap), "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "":
+		case title:
+			body++
+		case strings.HasSuffix(t, ":"):
+		default:
+			n := wordCount(strings.Fields(t))
+			if n < 3 || n > 16 {
+				return false
+			}
+			title = true
+		}
+	}
+	return title && body >= 3
 }
 
 // symbolic reports whether a line holds more code punctuation than prose

@@ -92,6 +92,24 @@ func TestPasteAndItems(t *testing.T) {
 	}
 }
 
+// TestTitled: a title line over a body, as an issue or a ticket is pasted,
+// after any lines that introduce it; not a line alone, a paragraph, or a
+// title over less than three lines.
+func TestTitled(t *testing.T) {
+	for in, want := range map[string]bool{
+		"Please fix this issue:\n\nHttpResponse doesn't handle memoryview objects\nDescription\n\t\nI am trying to write a BinaryField.\nIt comes back as a memoryview.": true,
+		"Exportar informes a CSV\nCada informe tiene un botón.\nEscribe las filas.\nCon cabecera.":                                                                       true,
+		"fix it": false,
+		"Add CSV export to the reports page\nEach report gets a button.": false,
+		"ok\nthat works\nthanks\nbye":                                    false,
+		"When the user presses the button twice in a row the form submits two orders and charges the card twice, which it should never do\na\nb\nc": false,
+	} {
+		if got := titled(in); got != want {
+			t.Errorf("titled(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestPlace(t *testing.T) {
 	folder := frame{cwd: "/work"}
 	repo := frame{cwd: "/home/dev/code/app", repo: true}

@@ -28,7 +28,7 @@ type Options struct {
 	// repository) are always in the same fold.
 	Folds int
 	// Synthetic is the share of each head's total row weight that the
-	// synthetic sessions' rows carry, the real ones the rest (0.2: more
+	// synthetic sessions' rows carry, the real ones the rest (0.3: more
 	// loses more of the held-out real sessions' needed context; the
 	// README has the measurements).
 	Synthetic float64
@@ -48,7 +48,7 @@ func (o *Options) defaults() {
 		o.Folds = 5
 	}
 	if o.Synthetic == 0 {
-		o.Synthetic = 0.2
+		o.Synthetic = 0.3
 	}
 }
 

@@ -57,18 +57,18 @@
 //     context (a new task keeps none). The features: the request's length
 //     and shape (short, a reply word, a back reference, pasted code or a
 //     log, a title line over a body as an issue is pasted, a question, a
-//     numbered item of the agent's last answer, the agent having asked), the share of its term mass no task holds, the
-//     share the previous turn holds (a follow-up takes up its words), the
-//     number of other tasks and the length of the current run, the turn's
-//     tool calls so far and how many of the files they touch no task
-//     has, and against the candidate: its share of the request's terms,
-//     the share of its subject line named (and its square: naming the
-//     whole subject says more than naming its parts), its BM25 lead over
-//     the other tasks, the files the request names and the turn touches
-//     that it holds or only others hold, and how long ago it last ran.
-//     Terms are
-//     words (any script: Cyrillic words lower-cased; Han, Kana, Hangul,
-//     Thai as character pairs), word pairs and three-word phrases, and
+//     numbered item of the agent's last answer, the agent having asked),
+//     the share of its term mass no task holds, the share the previous
+//     turn holds (a follow-up takes up its words), the number of other
+//     tasks and the length of the current run, the turn's tool calls so
+//     far and how many of the files they touch no task has, and against
+//     the candidate: its share of the request's terms, the share of its
+//     subject line named (and its square: naming the whole subject says
+//     more than naming its parts), its BM25 lead over the other tasks,
+//     the files the request names and the turn touches that it holds or
+//     only others hold, and how long ago it last ran. Terms are words
+//     (any script: Cyrillic words lower-cased; Han, Kana, Hangul, Thai as
+//     character pairs), word pairs and three-word phrases, and
 //     file paths relative to the working directory. The word classes
 //     (reply and back words, in several languages) are features whose
 //     weights the fit sets, not rules. The likeliest safe decision is

@@ -193,8 +193,9 @@ func TestReturnQuotingSubject(t *testing.T) {
 			st := store{}
 			ms := []chat.Message{env(proj, true)}
 			for _, turn := range open {
-				ms = append(ms, turn.msgs...)
-				st.route(t, r, chattest.Body(ms[:len(ms)-len(turn.msgs)+1]...), Options{Task: turn.task})
+				ms = append(ms, turn.msgs[0])
+				st.route(t, r, chattest.Body(ms...), Options{Task: turn.task})
+				ms = append(ms, turn.msgs[1:]...)
 			}
 			_, p := st.route(t, r, chattest.Body(append(ms, chattest.User(back))...), Options{})
 			if d := p.Current; p.Fallback || d.Task != "limit" {

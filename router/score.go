@@ -459,17 +459,18 @@ func titled(req string) bool {
 		switch {
 		case t == "":
 		case title:
-			body++
+			if body++; body == 3 {
+				return true
+			}
 		case strings.HasSuffix(t, ":"):
 		default:
-			n := wordCount(strings.Fields(t))
-			if n < 3 || n > 16 {
+			if n := wordCount(strings.Fields(t)); n < 3 || n > 16 {
 				return false
 			}
 			title = true
 		}
 	}
-	return title && body >= 3
+	return false
 }
 
 // symbolic reports whether a line holds more code punctuation than prose

@@ -36,9 +36,9 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// threshold 0.8) on 0.3%, 0.1%, 0.1% and 0.1% of the calls at a
 	// request and 0.3%, 0.2%, 0.2% and 0.2% of all calls, and in the fit's
 	// in-sample simulation on 0.7%, 0.8%, 0 and 0 of the calls at a
-	// request; 70 is the least penalty that loses nothing in-sample, and
-	// the bench's shared layout loses with every step up (README, "How
-	// routing works"). Synthetic weight 0.3: at penalty 70, weights 0.2,
+	// request (synthetic weight 0.2); 70 is the least penalty that loses
+	// nothing in-sample, and the bench's shared layout loses with every
+	// step up (README, "How routing works"). Synthetic weight 0.3: at penalty 70, weights 0.2,
 	// 0.3 and 0.4 lost 0.1%, 0.1% and 0.9% of the calls at a request held
 	// out through the proxy, and the bench's shared layout routes 0.70,
 	// 0.87 and 0.90 of its calls right.

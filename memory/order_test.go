@@ -82,7 +82,7 @@ func TestPendingReadsAhead(t *testing.T) {
 	}
 	// The next call's writes are worked out on these, and still commit
 	// after them.
-	ran := make(chan struct{})
+	ran, over := make(chan struct{}), make(chan struct{})
 	next := p.begin("s")
 	next.run(func() {
 		if b := next.before(); len(b) != 1 || b[0] != want {
@@ -90,7 +90,7 @@ func TestPendingReadsAhead(t *testing.T) {
 		}
 		next.waitPrev()
 		close(ran)
-	}, nil)
+	}, func() { close(over) })
 	select {
 	case <-ran:
 		t.Fatal("the next call's writes ran before the earlier ones committed")
@@ -98,6 +98,9 @@ func TestPendingReadsAhead(t *testing.T) {
 	}
 	close(commit)
 	<-ran
+	// The slot leaves the session's pending writes after its function
+	// returns: wait for all of it to be over, not for the function.
+	<-over
 	if got, _, outcome := p.wait(context.Background(), "s"); got != nil || outcome != "" {
 		t.Fatalf("after the writes: %v, %q", got, outcome)
 	}

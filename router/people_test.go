@@ -129,6 +129,42 @@ func TestPeoplesCrossTask(t *testing.T) {
 	}
 }
 
+// TestAfterNamedTasks: once two tasks are named by tag, an untagged
+// request is the model's. A follow-up may only go to the task it follows,
+// a return only to the task it names, and work across both keeps both.
+func TestAfterNamedTasks(t *testing.T) {
+	const proj = "/home/dev/shop"
+	health := answered("[task: health] Add a /health endpoint to the API server in server/health.go that returns the build version.", "Added the endpoint.", proj+"/server/health.go")
+	checkout := answered("[task: checkout] Build a checkout flow for the shop: an order model, a checkout view and its route.", "Done: model, view and route.", proj+"/shop/orders.py", proj+"/shop/views.py")
+	for _, c := range []struct {
+		req, want string // want: the task it may be routed to; "" keeps both
+	}{
+		{"go on", "checkout"},
+		{"the tests fail now", "checkout"},
+		{"sigue, por favor", "checkout"},
+		{"back to the health endpoint: add the git sha", "health"},
+		{"volvamos al endpoint de health: que devuelva también el sha de git", "health"},
+		{"review both changes", ""},
+		{"commit everything", ""},
+		{"add what you found to the README", ""},
+		{"revisa los dos cambios", ""},
+		{"提交所有更改", ""},
+	} {
+		t.Run(c.req, func(t *testing.T) {
+			p := session(t, mustNew(t, Config{}), env(proj, true), health, checkout, []chat.Message{chattest.User(c.req)})[0]
+			d := p.Current
+			switch {
+			case p.Fallback:
+			case c.want == "" && !keepsAll(p):
+				t.Fatalf("routed to %s (%s %.2f) keeping %v: work across both tasks lost one", d.Task, d.Method, d.Confidence, p.Keep)
+			case c.want != "" && d.Task != c.want:
+				t.Fatalf("routed to %s (%s %.2f), want %s or a fallback", d.Task, d.Method, d.Confidence, c.want)
+			}
+			t.Logf("%s %s %.2f fallback=%v", d.Task, d.Method, d.Confidence, p.Fallback)
+		})
+	}
+}
+
 // TestDateParserAndCache: two short requests in one checkout, then a
 // return to the first by its file, in words, and in Spanish. The fitted
 // model does not tell the pair apart (docs/router-fit.md: on people's

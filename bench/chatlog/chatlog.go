@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rcm-dev/rcm/bench/trajectory"
@@ -319,4 +320,22 @@ func ownWorkdir(turns []chat.Turn, def string) string {
 // Response).
 func (s *Session) Calls(system string) []chat.ModelCall {
 	return chat.Replay(system, s.Turns)
+}
+
+// Tag writes into each labelled request of the given kinds the tag a
+// person would have written to name its task ("[task: T2] " before it),
+// so that a replay measures what naming tasks buys: KindNew tags only the
+// new tasks that need no earlier one (a person names a task that stands
+// apart), KindReturn every return. A session without labels is left as it
+// is. It returns how many requests were tagged.
+func (s *Session) Tag(kinds ...string) int {
+	n := 0
+	for i, l := range s.Labels {
+		if !slices.Contains(kinds, l.Kind) || l.Kind == KindNew && len(l.Needs) > 0 || i >= len(s.Turns) {
+			continue
+		}
+		s.Turns[i].Request = "[task: " + l.Task + "] " + s.Turns[i].Request
+		n++
+	}
+	return n
 }

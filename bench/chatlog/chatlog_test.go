@@ -277,6 +277,51 @@ func TestCodexLog(t *testing.T) {
 	}
 }
 
+// TestTag: a person naming tasks tags the new tasks that stand apart and,
+// when asked, the returns; nothing else, and nothing in an unlabelled log.
+func TestTag(t *testing.T) {
+	labelled := func() Session {
+		s := Session{Labels: []Label{
+			{Task: "T1", Kind: KindNew},
+			{Task: "T1", Kind: KindContinue, Needs: []string{"T1"}},
+			{Task: "T2", Kind: KindNew, Needs: []string{"T1"}},
+			{Task: "T3", Kind: KindNew},
+			{Task: "T1", Kind: KindReturn, Needs: []string{"T1"}},
+			{Task: "T1", Kind: KindMeta},
+		}}
+		for _, r := range []string{"add a login form", "and a logout link", "reuse it on the admin page", "fix the CSV export", "back to the login form", "/undo"} {
+			s.Turns = append(s.Turns, chat.Turn{Request: r})
+		}
+		return s
+	}
+	requests := func(s Session) string {
+		var rs []string
+		for _, turn := range s.Turns {
+			rs = append(rs, turn.Request)
+		}
+		return strings.Join(rs, "|")
+	}
+	for _, c := range []struct {
+		kinds []string
+		n     int
+		want  string
+	}{
+		{[]string{KindNew}, 2, "[task: T1] add a login form|and a logout link|reuse it on the admin page|[task: T3] fix the CSV export|back to the login form|/undo"},
+		{[]string{KindNew, KindReturn}, 3, "[task: T1] add a login form|and a logout link|reuse it on the admin page|[task: T3] fix the CSV export|[task: T1] back to the login form|/undo"},
+		{nil, 0, "add a login form|and a logout link|reuse it on the admin page|fix the CSV export|back to the login form|/undo"},
+	} {
+		s := labelled()
+		if n := s.Tag(c.kinds...); n != c.n || requests(s) != c.want {
+			t.Errorf("%v: %d tagged: %s", c.kinds, n, requests(s))
+		}
+	}
+	s := labelled()
+	s.Labels = nil
+	if n := s.Tag(KindNew, KindReturn); n != 0 || !strings.HasPrefix(requests(s), "add a login form|") {
+		t.Errorf("unlabelled: %d tagged: %s", n, requests(s))
+	}
+}
+
 // TestLabelMismatch: a label file that disagrees with the parse is an
 // error naming the session and turn.
 func TestLabelMismatch(t *testing.T) {

@@ -7,7 +7,8 @@
 // (~/.codex/sessions/...). It owns the parsing rules
 // of those formats (which lines are a user message, testdata/real-sessions'
 // README) and the labels people write for them (labels/NNN.json), checked
-// against the parse.
+// against the parse. Session.Tag rewrites a labelled session as if its
+// person had named tasks ([task: T2]), to measure what naming buys.
 //
 // Each user message is a turn; the assistant's work becomes OpenCode's tool
 // calls, each paired with its result: edits and file writes as edit/write

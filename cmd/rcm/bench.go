@@ -88,6 +88,7 @@ type replayConfig struct {
 	cachePrice         float64
 	layout             string
 	returns            string
+	tags               string
 	routerModel        string
 }
 
@@ -108,6 +109,7 @@ func replayOptions(c *replayConfig) []option {
 		{flag: "cache-price", env: "RCM_BENCH_CACHE_PRICE", help: "price of a cached input token relative to an uncached one, in the cost with prompt caching (default 0.1)", set: floatOpt(&c.cachePrice)},
 		{flag: "layout", env: "RCM_BENCH_LAYOUT", help: "checkouts of a session: checkout (one per task, named in its requests) or shared (every task in one checkout, requests name tasks by issue title) (default checkout)", set: stringOpt(&c.layout)},
 		{flag: "returns", env: "RCM_BENCH_RETURNS", help: "how the shared layout's returning requests name their task: title (quote the issue's title) or untitled (\"that issue\") (default title)", set: stringOpt(&c.returns)},
+		{flag: "tags", env: "RCM_BENCH_TAGS", help: "with labelled --sessions, replay them as if the person had named tasks with [task: ...]: new (each new task that needs no earlier one), return (each return), or new,return (default: as written)", set: stringOpt(&c.tags)},
 		{flag: "router-model", env: "RCM_BENCH_ROUTER_MODEL", help: "give the proxy's router this model classifier, answered by the scripted upstream (it abstains), and report its calls, tokens and time (default: none)", set: stringOpt(&c.routerModel)},
 		{flag: "compaction-tail", env: "RCM_BENCH_COMPACTION_TAIL", help: "tokens of recent history the harness keeps out of the compaction call ending each switch session (default 15000, OpenCode's; negative: none)", set: intOpt(&c.compactionTail)},
 	}
@@ -129,6 +131,11 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 		if logs, err = chatlog.Read(c.sessions); err != nil {
 			return err
 		}
+		if err := tagLogs(logs, c.tags, stderr); err != nil {
+			return err
+		}
+	} else if c.tags != "" {
+		return errors.New("--tags names the tasks of labelled --sessions: give it with --sessions")
 	} else if spec, err = loadSpec(&c, stderr); err != nil {
 		return err
 	}
@@ -224,6 +231,25 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 		return fmt.Errorf("interrupted: results cover the %d of %d sessions that finished", res.Completed, res.Sessions)
 	}
 	return err
+}
+
+// tagLogs writes the tags of --tags into the labelled sessions.
+func tagLogs(logs []chatlog.Session, tags string, stderr io.Writer) error {
+	if tags == "" {
+		return nil
+	}
+	kinds := strings.Split(tags, ",")
+	for _, k := range kinds {
+		if k != chatlog.KindNew && k != chatlog.KindReturn {
+			return fmt.Errorf("--tags: %q is neither new nor return", k)
+		}
+	}
+	n := 0
+	for i := range logs {
+		n += logs[i].Tag(kinds...)
+	}
+	fmt.Fprintf(stderr, "tagged %d requests (%s) as a person naming their tasks would\n", n, tags)
+	return nil
 }
 
 // replayLogs replays real sessions and writes their results into out.

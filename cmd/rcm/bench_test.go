@@ -130,6 +130,8 @@ func TestBenchReplayRefusesBadFlags(t *testing.T) {
 		{"--compaction-tail", "many"},
 		{"--layout", "nested"},
 		{"--layout", "shared", "--returns", "numbered"},
+		{"--tags", "new"},
+		{"--sessions", "../../testdata/real-sessions", "--tags", "new,meta"},
 	} {
 		dir := t.TempDir()
 		f, _ := os.Create(filepath.Join(dir, "log"))

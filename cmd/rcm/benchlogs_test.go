@@ -42,6 +42,24 @@ type logMetrics struct {
 	ReturnsWrong     int      `json:"returns_wrong"`
 }
 
+// writeCorpus lays files (raw/NNN.md, labels/NNN.json, ...) out as a
+// corpus folder and returns it.
+func writeCorpus(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"raw", "labels"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
 	t.Helper()
 	dir := t.TempDir()
@@ -113,12 +131,6 @@ func TestBenchReplaySessions(t *testing.T) {
 // an unlabelled Claude Code log beside it is audited, not measured. In
 // each API.
 func TestBenchReplaySessionsLoss(t *testing.T) {
-	dir := t.TempDir()
-	for _, d := range []string{"raw", "labels"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	files := map[string]string{
 		"raw/001.md": "# aider chat started at 2025-01-01 10:00:00\n\n" +
 			"#### [task: login] add a login form to app.py  \n\nI'll add it.\n\napp.py\n```python\n<<<<<<< SEARCH\n=======\ndef login(): pass\n>>>>>>> REPLACE\n```\n\n> Applied edit to app.py  \n\n" +
@@ -129,11 +141,7 @@ func TestBenchReplaySessionsLoss(t *testing.T) {
 		"raw/9a1f.jsonl": `{"type":"user","cwd":"/home/eve/app","message":{"role":"user","content":"what does app.py do?"}}` + "\n" +
 			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"It logs people in."}]}}` + "\n",
 	}
-	for name, s := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeCorpus(t, files)
 	for _, api := range []string{"chat", "messages", "responses"} {
 		r := replayLogsFor(t, dir, "--modes", "native,router", "--thresholds", "0.8", "--api", api)
 		if r.Sessions != 2 || r.Labelled != 1 || len(r.Summaries) != 2 {
@@ -153,6 +161,36 @@ func TestBenchReplaySessionsLoss(t *testing.T) {
 			if a.Session == "9a1f" && (len(a.Requests) != 1 || a.Requests[0].Task == "") {
 				t.Errorf("%s: audit of the unlabelled log: %+v", api, a.Requests)
 			}
+		}
+	}
+}
+
+// TestBenchReplaySessionsTags: --tags replays a labelled session as if its
+// person had named the new task that stands apart: written as is, the
+// second request stays with the first task; tagged, it opens its own and
+// its calls leave the first task's request out, which it does not need.
+func TestBenchReplaySessionsTags(t *testing.T) {
+	files := map[string]string{
+		"raw/001.md": "# aider chat started at 2025-01-01 10:00:00\n\n" +
+			"#### add a login form to app.py  \n\nI'll add it.\n\n> Applied edit to app.py  \n\n" +
+			"#### fix the CSV export in report.py  \n\nFixed.\n\n> Applied edit to report.py  \n\n",
+		"labels/001.json": `{"source":{"repo":"eve/app","format":"aider"},"turns":[` +
+			`{"user_prefix":"add a login form to app.py","task":"T1","kind":"new","needs":[]},` +
+			`{"user_prefix":"fix the CSV export in report.py","task":"T2","kind":"new","needs":[]}]}`,
+	}
+	dir := writeCorpus(t, files)
+	for _, c := range []struct {
+		tags   string
+		method string
+		drops  bool
+	}{{"", "", false}, {"new", "tag", true}, {"new,return", "tag", true}} {
+		r := replayLogsFor(t, dir, "--modes", "router", "--thresholds", "0.8", "--tags", c.tags)
+		if len(r.Audit) != 1 || len(r.Audit[0].Requests) != 2 {
+			t.Fatalf("--tags %q: audit %+v", c.tags, r.Audit)
+		}
+		q := r.Audit[0].Requests[1]
+		if drops := len(q.Dropped) == 1 && q.Dropped[0] == 1; drops != c.drops || q.NeededLost || c.method != "" && q.Method != c.method {
+			t.Errorf("--tags %q: the second request %+v", c.tags, q)
 		}
 	}
 }

@@ -75,7 +75,10 @@
 //     taken; at or above the threshold it is routed, below it the turn
 //     falls back on a guess at the likeliest known task (a fallback never
 //     opens a task), and is scored again on its next call, when its tool
-//     calls may show where it works.
+//     calls may show where it works. Continuing a request that fell back
+//     continues its guess: with other tasks open, that decision is no
+//     surer than the guess was, so a run of follow-ups after a fallback
+//     falls back too until a return, a new task or a tag places it.
 //   - Model: when the above are below the threshold and Config.Model is set,
 //     an OpenAI-compatible model answers {"task", "confidence"}; a timeout or
 //     bad answer keeps the cheap decision, which then falls back.

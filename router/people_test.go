@@ -165,6 +165,36 @@ func TestAfterNamedTasks(t *testing.T) {
 	}
 }
 
+// TestContinuingAGuess: with two named tasks open, a request that falls
+// back is labelled with a guess, and the follow-ups that continue it are at
+// most as sure as that guess: none of them is routed into the guessed task
+// (which, were the guess wrong, would drop the task they continue). The
+// runs of session 043 of the corpus, replayed with tags, did this.
+func TestContinuingAGuess(t *testing.T) {
+	const proj = "/home/dev/app"
+	tests := answered("[task: e2e] Set up Playwright end-to-end tests for the settings screen and write the first three tests.", "Added playwright.config.ts and three tests.", proj+"/e2e/settings.spec.ts")
+	npm := answered("[task: npm] How do I use the npm version command?", "Run `npm version patch` to bump the patch version.")
+	turns := [][]chat.Message{tests, npm}
+	for _, req := range []string{
+		"Is the test-results folder supposed to be committed?",
+		"ok, add it to .gitignore",
+		"yes please",
+		"go on",
+		"continue",
+		"commit this",
+	} {
+		turns = append(turns, answered(req, "Done."))
+		ps := session(t, mustNew(t, Config{}), env(proj, true), turns...)
+		for k, p := range ps {
+			d := p.Current
+			if !p.Fallback && !keepsAll(p) && p.Turns[len(p.Turns)-2].Task == d.Task && !p.Turns[len(p.Turns)-2].Routed {
+				t.Fatalf("%q call %d: routed to %s (%s %.2f), continuing a guess, keeping %v", req, k, d.Task, d.Method, d.Confidence, p.Keep)
+			}
+			t.Logf("%q: %s %s %.2f fallback=%v", req, d.Task, d.Method, d.Confidence, p.Fallback)
+		}
+	}
+}
+
 // TestDateParserAndCache: two short requests in one checkout, then a
 // return to the first by its file, in words, and in Spanish. The fitted
 // model does not tell the pair apart (docs/router-fit.md: on people's

@@ -191,6 +191,14 @@ func (s *call) scored(i int, q *query, prof []profile, only []string) Decision {
 	w := s.coef
 	best := Decision{Confidence: -1}
 	scores := make(map[string]float64, len(prof)+1)
+	// Continuing a request that fell back continues a guess: with other
+	// tasks open, that is safe only if the guess was right, so it is at
+	// most as sure as the guess was (a run of fallbacks stays one until
+	// a return, a new task or a tag places it).
+	ceiling := 1.0
+	if g, ok := s.prevGuess(i); ok && base[fOthers] > 0 {
+		ceiling = g
+	}
 	consider := func(head, task string, x [Features]float64) {
 		p := Prob(w.Head(head), &x)
 		if s.explain {
@@ -221,6 +229,11 @@ func (s *call) scored(i int, q *query, prof []profile, only []string) Decision {
 	}
 	if best.Confidence < 0 {
 		return s.guess()
+	}
+	if best.Method == HeadContinue {
+		// The cap decides whether a continue is routed, not which
+		// decision is likeliest: the guess stays the guess.
+		best.Confidence = min(best.Confidence, ceiling)
 	}
 	best.Scores = scores
 	switch {
@@ -275,6 +288,17 @@ func (s *call) previous(i int) string {
 		}
 	}
 	return ""
+}
+
+// prevGuess returns the confidence of the latest labelled request turn
+// before i when it fell back (its label is a guess).
+func (s *call) prevGuess(i int) (float64, bool) {
+	for j := i - 1; j >= 0; j-- {
+		if d := s.ds[j]; d.Task != "" {
+			return d.Confidence, !d.Routed
+		}
+	}
+	return 0, false
 }
 
 // runLength counts the request turns before i back to the start of task's

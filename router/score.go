@@ -191,14 +191,6 @@ func (s *call) scored(i int, q *query, prof []profile, only []string) Decision {
 	w := s.coef
 	best := Decision{Confidence: -1}
 	scores := make(map[string]float64, len(prof)+1)
-	// Continuing a request that fell back continues a guess: with other
-	// tasks open, that is safe only if the guess was right, so it is at
-	// most as sure as the guess was (a run of fallbacks stays one until
-	// a return, a new task or a tag places it).
-	ceiling := 1.0
-	if g, ok := s.prevGuess(i); ok && base[fOthers] > 0 {
-		ceiling = g
-	}
 	consider := func(head, task string, x [Features]float64) {
 		p := Prob(w.Head(head), &x)
 		if s.explain {
@@ -230,10 +222,13 @@ func (s *call) scored(i int, q *query, prof []profile, only []string) Decision {
 	if best.Confidence < 0 {
 		return s.guess()
 	}
-	if best.Method == HeadContinue {
-		// The cap decides whether a continue is routed, not which
-		// decision is likeliest: the guess stays the guess.
-		best.Confidence = min(best.Confidence, ceiling)
+	// Continuing a request that fell back continues a guess: with other
+	// tasks open, that is safe only if the guess was right, so it is at
+	// most as sure as the guess was (a run of fallbacks stays one until
+	// a return, a new task or a tag places it). The cap decides whether
+	// the continue is routed, not which decision is likeliest.
+	if d, ok := s.latest(i); ok && !d.Routed && best.Method == HeadContinue && base[fOthers] > 0 {
+		best.Confidence = min(best.Confidence, d.Confidence)
 	}
 	best.Scores = scores
 	switch {
@@ -282,23 +277,18 @@ func (s *call) echo(i int, q *query) float64 {
 
 // previous is the task of the latest labelled request turn before i.
 func (s *call) previous(i int) string {
-	for j := i - 1; j >= 0; j-- {
-		if s.ds[j].Task != "" {
-			return s.ds[j].Task
-		}
-	}
-	return ""
+	d, _ := s.latest(i)
+	return d.Task
 }
 
-// prevGuess returns the confidence of the latest labelled request turn
-// before i when it fell back (its label is a guess).
-func (s *call) prevGuess(i int) (float64, bool) {
+// latest is the decision of the latest labelled request turn before i.
+func (s *call) latest(i int) (Decision, bool) {
 	for j := i - 1; j >= 0; j-- {
-		if d := s.ds[j]; d.Task != "" {
-			return d.Confidence, !d.Routed
+		if s.ds[j].Task != "" {
+			return s.ds[j], true
 		}
 	}
-	return 0, false
+	return Decision{}, false
 }
 
 // runLength counts the request turns before i back to the start of task's

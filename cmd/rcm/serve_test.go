@@ -106,10 +106,17 @@ func TestHelp(t *testing.T) {
 // process, killed at the end of the test, and its address.
 func serveArgs(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	cmd, addr, _ := serveLogged(t, args...)
+	return cmd, addr
+}
+
+// serveLogged is serveArgs that also returns the lines the process logs.
+func serveLogged(t *testing.T, args ...string) (*exec.Cmd, string, <-chan string) {
+	t.Helper()
 	cmd := command(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, _ := startServe(t, cmd)
-	return cmd, addr
+	addr, lines := startServe(t, cmd)
+	return cmd, addr, lines
 }
 
 // exited waits for cmd to exit (at most 20 s) and returns its error.

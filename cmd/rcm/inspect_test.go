@@ -16,7 +16,7 @@ import (
 )
 
 // newInspected serves rcm, in rcm mode, before a scripted upstream.
-func newInspected(t *testing.T) *httptest.Server {
+func newInspected(t testing.TB) *httptest.Server {
 	return proxytest.Serve(t, scripted.New(scripted.Script{Default: scripted.Reply{Text: "done"}}))
 }
 
@@ -28,7 +28,7 @@ var inspectMsgs = []string{
 }
 
 // send posts one streamed call of session with msgs.
-func send(t *testing.T, base, session string, msgs ...string) {
+func send(t testing.TB, base, session string, msgs ...string) {
 	t.Helper()
 	proxytest.Send(t, base+"/v1/chat/completions", session, `{"model":"m","stream":true,"messages":[`+strings.Join(msgs, ",")+`]}`)
 }

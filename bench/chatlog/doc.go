@@ -21,7 +21,9 @@
 //
 // Caveats: the markdown logs do not keep what tools returned (aider's shell
 // output, a read file's content); such results are a short placeholder
-// that says so. A file aider added to the chat is a read. Aider's whole-file edits are told from plain code blocks
+// that says so. Aider's /clear and /reset are turns like its other
+// commands: the turns after one still follow the turns before it, where
+// aider itself sent none of those again. A file aider added to the chat is a read. Aider's whole-file edits are told from plain code blocks
 // only when aider confirms the file was edited ("> Applied edit to").
 // Parsers never panic on outside input; what they cannot place stays text.
 package chatlog

@@ -415,12 +415,12 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	keepLog(t, "replica b", linesB)
 	l := startLoad("restart", n, []string{a, b}, func() int { return rand.IntN(2) })
 	time.Sleep(time.Second)
-	l.mu.Lock()
-	before := len(l.calls)
-	l.mu.Unlock()
 	// What had committed just before the stop (writes that commit in
 	// between only add to it).
 	committed := readCalls(t, dsn, "restart", n)
+	l.mu.Lock()
+	before := len(l.calls)
+	l.mu.Unlock()
 	ctl("-m", "fast", "stop")
 	down := time.Now()
 	time.Sleep(2 * time.Second)

@@ -46,7 +46,10 @@
 //     Code's <command-name>, <local-command-stdout>, its caveat before
 //     local commands' output, "[Request interrupted by user", a loaded
 //     tool's notice, a skill's text) or a bare slash command continues
-//     that request's task and never opens one.
+//     that request's task and never opens one. The message after a
+//     command that ran without the model (its output, a notice, aider's
+//     bare /model) is not an addendum to it: it is decided on its own
+//     (ranLocally); an invoked command's expansion still continues.
 //   - The scored model (score.go) decides everything else. For the
 //     current turn it scores, with three logistic heads over the same
 //     features, each decision it could make: continue the previous

@@ -266,8 +266,9 @@ func (s *call) classify(i int, header string) Decision {
 	// that request's task unless it names another task's checkout: after
 	// compaction Codex and Claude Code re-send earlier requests without
 	// their answers, so an unanswered request before a return is no sign of
-	// an addendum.
-	if prev := s.previous(i); i > 0 && prev != "" && (s.interrupts(i) || artifact(s.request(i))) {
+	// an addendum. Nor is a command that ran without the model (its output,
+	// aider's /model): the request after it is decided on its own.
+	if prev := s.previous(i); i > 0 && prev != "" && (s.interrupts(i) && !ranLocally(s.request(i-1)) || artifact(s.request(i))) {
 		known := ok && d.Method == MethodWorkspace
 		if (!known || d.Task == prev) && (only == nil || slices.Contains(only, prev)) {
 			return one(prev, s.confidenceOf(prev, i), MethodFollowUp)

@@ -125,10 +125,12 @@ func fastUpstream(t *testing.T) string {
 // most 10 s).
 func storedCalls(t *testing.T, dsn, id string, n int) []int {
 	t.Helper()
-	last := readCalls(t, dsn, id, n)
+	st := openStore(t, dsn)
+	defer st.Close()
+	last := callsIn(t, st, id, n)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(300 * time.Millisecond)
-		now := readCalls(t, dsn, id, n)
+		now := callsIn(t, st, id, n)
 		if slices.Equal(now, last) {
 			break
 		}
@@ -140,11 +142,23 @@ func storedCalls(t *testing.T, dsn, id string, n int) []int {
 // readCalls is each session's call count in the store at dsn now.
 func readCalls(t *testing.T, dsn, id string, n int) []int {
 	t.Helper()
+	st := openStore(t, dsn)
+	defer st.Close()
+	return callsIn(t, st, id, n)
+}
+
+func openStore(t *testing.T, dsn string) *memory.Store {
+	t.Helper()
 	st, err := memory.OpenPostgres(dsn, memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	return st
+}
+
+// callsIn is the call count of each of the load's n sessions in st.
+func callsIn(t *testing.T, st *memory.Store, id string, n int) []int {
+	t.Helper()
 	out := make([]int, n)
 	for s := range n {
 		sess, _, err := st.Session(fmt.Sprintf("%s-%02d", id, s))

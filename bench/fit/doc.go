@@ -20,7 +20,9 @@
 // issue's measures (needed context lost, continue split off, returns, new
 // tasks, unneeded bytes dropped, calibration) in router mode's forwarded
 // turns, and the ceiling of the drop: the share of the earlier requests'
-// bytes that the hand labels say a call does not need.
+// bytes that the hand labels say a call does not need. Ceilings weighs,
+// from the labels alone, a softer split than a new task's (one that keeps
+// the task it opened after), which the router does not make.
 //
 // Caveats: a synthetic turn's calls are sampled (Session.Sampled); the
 // measures count router mode's kept turns, not rcm mode's record message;

@@ -262,6 +262,10 @@ func Report(w io.Writer, sessions []*Session, in, held map[float64][]Call, thres
 		fmt.Fprintf(w, "The ceiling, %s sessions: of the earlier requests' bytes their calls carry, %s are unneeded by the hand labels (what a router right at every call would drop); session %s holds %s of those.\n",
 			map[bool]string{true: "real", false: "synthetic"}[real], pct(u.Unneeded), u.Top, pct(u.TopShare))
 	}
+	if cs := Ceilings(sessions, true); cs[0].Requests > 0 {
+		fmt.Fprintf(w, "A softer split, real sessions, every request in its hand-labelled task: a new task that keeps the turns its parent task had before it opened would drop %s of the unneeded earlier turns' bytes and lose needed context at %s of the %d requests after each session's first; keeping the whole chain of parents, %s and %s.\n",
+			pct(cs[0].Dropped), pct(cs[0].Lost), cs[0].Requests, pct(cs[1].Dropped), pct(cs[1].Lost))
+	}
 	for _, real := range []bool{true, false} {
 		fmt.Fprintf(w, "\n## Reliability, held out, threshold %.2g, %s sessions\n\n", router.DefaultThreshold, map[bool]string{true: "real", false: "synthetic"}[real])
 		Reliability(w, Summarize(held[router.DefaultThreshold], real))

@@ -14,73 +14,76 @@ type Ceiling struct {
 	Lost     float64 // share of the requests missing a turn of a task they need
 }
 
-// Ceilings computes both rules over the sessions of one kind (real or
-// synthetic) from their labels alone.
+// Ceilings computes both rules, parent only then chain, over the sessions
+// of one kind (real or synthetic) from their labels alone.
 func Ceilings(sessions []*Session, real bool) []Ceiling {
-	var out []Ceiling
-	for _, chain := range []bool{false, true} {
-		c := Ceiling{Chain: chain}
-		var unneeded, dropped, lost int
-		for _, s := range sessions {
-			if s.Real != real {
-				continue
+	var requests, unneeded int
+	var dropped, lost [2]int // by rule: parent only, chain
+	for _, s := range sessions {
+		if s.Real != real {
+			continue
+		}
+		size := make([]int, len(s.Turns))
+		for i, tn := range s.Turns {
+			size[i] = len(tn.Request)
+			for _, m := range tn.Messages {
+				size[i] += len(m.Content)
 			}
-			size := make([]int, len(s.Turns))
-			for i, tn := range s.Turns {
-				size[i] = len(tn.Request)
-				for _, m := range tn.Messages {
-					size[i] += len(m.Content)
+		}
+		// A task's parent is the task of the latest request before its
+		// first one that is not a command (meta).
+		first, parent := map[string]int{}, map[string]string{}
+		prev := ""
+		for i, g := range s.Gold {
+			if _, ok := first[g.Task]; !ok {
+				first[g.Task], parent[g.Task] = i, prev
+			}
+			if g.Kind != KindMeta {
+				prev = g.Task
+			}
+		}
+		// kept reports, by rule, whether turn j of task is forwarded with
+		// a request of own.
+		kept := func(own, task string, j int) [2]bool {
+			if task == own {
+				return [2]bool{true, true}
+			}
+			for child, p := own, parent[own]; p != ""; child, p = p, parent[p] {
+				if task == p {
+					in := j < first[child]
+					return [2]bool{in && child == own, in}
 				}
 			}
-			// A task's parent is the task of the latest request
-			// before its first one that is not a command (meta).
-			first, parent := map[string]int{}, map[string]string{}
-			prev := ""
-			for i, g := range s.Gold {
-				if _, ok := first[g.Task]; !ok {
-					first[g.Task], parent[g.Task] = i, prev
+			return [2]bool{}
+		}
+		for i := 1; i < len(s.Gold); i++ {
+			g := s.Gold[i]
+			requests++
+			var missing [2]bool
+			for j := range i {
+				task := s.Gold[j].Task
+				need := task == g.Task || slices.Contains(g.Needs, task)
+				in := kept(g.Task, task, j)
+				if !need {
+					unneeded += size[j]
 				}
-				if g.Kind != KindMeta {
-					prev = g.Task
-				}
-			}
-			kept := func(own, task string, j int) bool {
-				if task == own {
-					return true
-				}
-				for child, p := own, parent[own]; p != ""; child, p = p, parent[p] {
-					if task == p {
-						return j < first[child]
+				for r := range in {
+					if !need && !in[r] {
+						dropped[r] += size[j]
 					}
-					if !chain {
-						break
-					}
+					missing[r] = missing[r] || need && !in[r]
 				}
-				return false
 			}
-			for i := 1; i < len(s.Gold); i++ {
-				g := s.Gold[i]
-				c.Requests++
-				missing := false
-				for j := range i {
-					task := s.Gold[j].Task
-					need := task == g.Task || slices.Contains(g.Needs, task)
-					in := kept(g.Task, task, j)
-					if !need {
-						unneeded += size[j]
-						if !in {
-							dropped += size[j]
-						}
-					}
-					missing = missing || need && !in
-				}
-				if missing {
-					lost++
+			for r, m := range missing {
+				if m {
+					lost[r]++
 				}
 			}
 		}
-		c.Dropped, c.Lost = share(dropped, unneeded), share(lost, c.Requests)
-		out = append(out, c)
+	}
+	out := make([]Ceiling, 2)
+	for r := range out {
+		out[r] = Ceiling{Chain: r == 1, Requests: requests, Dropped: share(dropped[r], unneeded), Lost: share(lost[r], requests)}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/rcm-dev/rcm/bench/spec"
@@ -186,18 +187,31 @@ func TestMapTasks(t *testing.T) {
 	tests := []struct {
 		name        string
 		got, truth  []string
+		fellBack    []int // indexes of fallbacks; the rest are routed
 		want        map[string]string
 		wantCorrect int
 	}{
-		{"renamed ids", []string{"t1", "t1", "t2", "t1"}, []string{"A", "A", "B", "A"},
+		{"renamed ids", []string{"t1", "t1", "t2", "t1"}, []string{"A", "A", "B", "A"}, nil,
 			map[string]string{"t1": "A", "t2": "B"}, 4},
-		{"a split task: the smaller part maps to nothing", []string{"t1", "t2", "t2", "t3"}, []string{"A", "A", "A", "B"},
+		{"a split task: the smaller part maps to nothing", []string{"t1", "t2", "t2", "t3"}, []string{"A", "A", "A", "B"}, nil,
 			map[string]string{"t2": "A", "t3": "B"}, 3},
-		{"merged tasks: one id gets the majority only", []string{"t1", "t1", "t1", ""}, []string{"A", "A", "B", "B"},
+		{"merged tasks: one id gets the majority only", []string{"t1", "t1", "t1", ""}, []string{"A", "A", "B", "B"}, nil,
 			map[string]string{"t1": "A"}, 2},
+		// A routed to t1, then B fell back three times guessed as t1: t1
+		// is A's, whose calls it forwarded; matched on every call it was B's.
+		{"fallback guesses do not take a routed id", []string{"t1", "t1", "t1", "t1", "t1"}, []string{"A", "A", "B", "B", "B"}, []int{2, 3, 4},
+			map[string]string{"t1": "A"}, 2},
+		{"an id only fallbacks used maps to a task left over", []string{"t1", "t1", "t2", "t2", "t1"}, []string{"A", "A", "B", "B", "A"}, []int{2, 3},
+			map[string]string{"t1": "A", "t2": "B"}, 5},
+		{"all fallbacks: matched on every call", []string{"t1", "t1", "t2"}, []string{"A", "A", "B"}, []int{0, 1, 2},
+			map[string]string{"t1": "A", "t2": "B"}, 3},
 	}
 	for _, tc := range tests {
-		m := mapTasks(tc.got, tc.truth)
+		routed := make([]bool, len(tc.got))
+		for i := range routed {
+			routed[i] = !slices.Contains(tc.fellBack, i)
+		}
+		m := mapTasks(tc.got, tc.truth, routed)
 		if !reflect.DeepEqual(m, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, m, tc.want)
 		}

@@ -276,6 +276,12 @@ type callObs struct {
 	classifier    Classifier // X-RCM-Router-Calls
 }
 
+// routed reports whether the call was forwarded routed: it has a task and
+// did not fall back.
+func (o callObs) routed() bool {
+	return o.task != "" && o.fallback != "threshold" && o.fallback != "error"
+}
+
 // endObs is what the end of an S_switch replay showed: the compaction
 // call, and the focus task's record after each of its turns (rcm mode).
 type endObs struct {
@@ -407,12 +413,12 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		return out, end, nil
 	}
 	// The proxy's id of each true task, as routing accuracy maps them.
-	got, truth := make([]string, len(out)), make([]string, len(out))
+	got, truth, routed := make([]string, len(out)), make([]string, len(out)), make([]bool, len(out))
 	for i, o := range out {
-		got[i], truth[i] = o.task, o.truth
+		got[i], truth[i], routed[i] = o.task, o.truth, o.routed()
 	}
 	ids := map[string]string{}
-	for g, t := range mapTasks(got, truth) {
+	for g, t := range mapTasks(got, truth, routed) {
 		ids[t] = g
 	}
 	if id := ids[p.sess.Focus]; id != "" {

@@ -209,11 +209,11 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 	r.PostSwitch = PostSwitch{FocusCalls: len(post.recall), FocusRecall: stat.Mean(post.recall), Contamination: stat.Mean(post.contam),
 		TokensRatio: stat.Mean(post.ratio), TokensVsBase: stat.Mean(post.vsBase)}
 
-	got, truth := make([]string, len(sw)), make([]string, len(sw))
+	got, truth, routedAt := make([]string, len(sw)), make([]string, len(sw)), make([]bool, len(sw))
 	var fbT, fbE, routed float64
 	var prefix []float64
 	for i, o := range sw {
-		got[i], truth[i] = o.task, o.truth
+		got[i], truth[i], routedAt[i] = o.task, o.truth, o.routed()
 		switch o.fallback {
 		case "threshold":
 			fbT++
@@ -232,7 +232,7 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 	r.Routed, r.PrefixStability = stat.Num(routed/n), stat.Mean(prefix)
 	r.RoutingAccuracy = stat.Num(math.NaN())
 	if routed > 0 {
-		m := mapTasks(got, truth)
+		m := mapTasks(got, truth, routedAt)
 		correct := 0
 		for i, o := range sw {
 			if o.task == "" {
@@ -242,7 +242,7 @@ func sessionResult(sess *benchspec.Session, mode string, threshold float64, base
 			if ok {
 				correct++
 			}
-			r.decisions = append(r.decisions, Decision{Confidence: o.confidence, Correct: ok, Routed: o.fallback != "threshold" && o.fallback != "error"})
+			r.decisions = append(r.decisions, Decision{Confidence: o.confidence, Correct: ok, Routed: o.routed()})
 		}
 		// Calls without a decision count as misrouted.
 		r.RoutingAccuracy = stat.Num(float64(correct) / n)

@@ -55,8 +55,21 @@ func Pinned(ctx context.Context, cacheDir, name, pkg, version, bin string) (stri
 // the caller's environment (its registry and proxy settings). Errors wrap
 // ErrNoNPM when npm is missing and ErrUnreachable when it cannot reach its
 // registry or ctx ends first.
+//
+// Installs into one dir are serialized across processes (go test runs
+// packages in parallel, and several install the same client): the check
+// runs under the lock too, since running a binary that another npm is
+// still writing fails with "text file busy".
 func Install(ctx context.Context, dir, pkg, version, bin string) (string, error) {
 	bin = filepath.Join(dir, bin)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lock(dir + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if reports(ctx, bin, version) == nil {
 		return bin, nil
 	}

@@ -1,6 +1,7 @@
 // Package npm holds what the real-client installers (internal/client/...)
 // share about npm: telling a registry that cannot be reached (a machine
-// without network, where tests may skip) from an install that is broken.
+// without network, where tests may skip) from an install that is broken,
+// and one install at a time into a directory, across processes (on unix).
 package npm
 
 import "strings"

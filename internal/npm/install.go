@@ -62,7 +62,7 @@ func Pinned(ctx context.Context, cacheDir, name, pkg, version, bin string) (stri
 // still writing fails with "text file busy".
 func Install(ctx context.Context, dir, pkg, version, bin string) (string, error) {
 	bin = filepath.Join(dir, bin)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	unlock, err := lock(dir + ".lock")
@@ -76,9 +76,6 @@ func Install(ctx context.Context, dir, pkg, version, bin string) (string, error)
 	npmBin, err := exec.LookPath("npm")
 	if err != nil {
 		return "", ErrNoNPM
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
 	}
 	cmd := exec.CommandContext(ctx, npmBin, "install", "--prefix", dir,
 		"--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", pkg+"@"+version)

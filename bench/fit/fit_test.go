@@ -133,3 +133,19 @@ func TestFoldsKeepGroups(t *testing.T) {
 		t.Fatalf("%d sessions in %d folds", n, len(fs))
 	}
 }
+
+// TestDefaults: zero options take Defaults' values (those rcm bench fit
+// made router/coef_gen.go with); options set are kept.
+func TestDefaults(t *testing.T) {
+	var o Options
+	o.defaults()
+	if o != Defaults() {
+		t.Fatalf("zero options: %+v, want %+v", o, Defaults())
+	}
+	set := Options{Threshold: 0.7, Rounds: 1, Lambda: 2, Folds: 3, Synthetic: 0.2}
+	got := set
+	got.defaults()
+	if got != set {
+		t.Fatalf("options %+v became %+v", set, got)
+	}
+}

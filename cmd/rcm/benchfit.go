@@ -31,30 +31,18 @@ type fitConfig struct {
 // bench's synthetic ones, cross-validates it by repository, writes the
 // generated coefficients and the report.
 func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	// lambda 70: with the titled feature, penalties 30, 50, 70 and 100
-	// lost needed context held out through the proxy (router mode,
-	// threshold 0.8) on 0.3%, 0.1%, 0.1% and 0.1% of the calls at a
-	// request and 0.3%, 0.2%, 0.2% and 0.2% of all calls, and in the fit's
-	// in-sample simulation on 0.7%, 0.8%, 0 and 0 of the calls at a
-	// request (synthetic weight 0.2); 70 is the least penalty that loses
-	// nothing in-sample, and the bench's shared layout loses with every
-	// step up (README, "How routing works"). Synthetic weight 0.45, the
-	// least of those tried that routes the bench's shared layout at #24's
-	// 0.95: at penalty 70, weights 0.3, 0.4 and 0.45 routed it at 0.915,
-	// 0.945 and 0.961 (threshold 0.8), and held out through the proxy lost
-	// needed context on 0.0%, 0.2% and 0.5% of all calls in router mode,
-	// with 64, 64 and 60 of the 87 returns routed right (none wrong).
+	d := fit.Defaults()
 	c := fitConfig{sessions: "testdata/real-sessions", data: "../shared/data", out: "router/coef_gen.go", report: "docs/router-fit.md",
-		folds: 5, lambda: 70, synthetic: 0.45}
+		folds: int64(d.Folds), lambda: d.Lambda, synthetic: d.Synthetic}
 	opts := []option{
 		{flag: "sessions", env: "RCM_FIT_SESSIONS", help: "comma-separated folders of labelled real sessions (raw/ and labels/; default testdata/real-sessions)", set: stringOpt(&c.sessions)},
 		{flag: "data", env: "RCM_FIT_DATA", help: "shared data folder whose trajectories make the bench's synthetic sessions (default ../shared/data; \"\" for none)", set: stringOpt(&c.data)},
 		{flag: "out", env: "RCM_FIT_OUT", help: "the generated coefficients (default router/coef_gen.go; \"\" to write none)", set: stringOpt(&c.out)},
 		{flag: "report", env: "RCM_FIT_REPORT", help: "the fit's report, markdown (default docs/router-fit.md; \"\" for stdout only)", set: stringOpt(&c.report)},
 		{flag: "audit", env: "RCM_FIT_AUDIT", help: "folder for the held-out replay through the proxy: results.json and report.md, with every request's decisions (default \"\": none)", set: stringOpt(&c.audit)},
-		{flag: "folds", env: "RCM_FIT_FOLDS", help: "cross-validation folds, whole repositories each (default 5)", set: intOpt(&c.folds)},
-		{flag: "lambda", env: "RCM_FIT_LAMBDA", help: "L2 penalty of the logistic heads (default 70)", set: floatOpt(&c.lambda)},
-		{flag: "synthetic-weight", env: "RCM_FIT_SYNTHETIC_WEIGHT", help: "share of each head's row weight the synthetic sessions carry (default 0.45)", set: floatOpt(&c.synthetic)},
+		{flag: "folds", env: "RCM_FIT_FOLDS", help: fmt.Sprintf("cross-validation folds, whole repositories each (default %d)", d.Folds), set: intOpt(&c.folds)},
+		{flag: "lambda", env: "RCM_FIT_LAMBDA", help: fmt.Sprintf("L2 penalty of the logistic heads (default %g)", d.Lambda), set: floatOpt(&c.lambda)},
+		{flag: "synthetic-weight", env: "RCM_FIT_SYNTHETIC_WEIGHT", help: fmt.Sprintf("share of each head's row weight the synthetic sessions carry (default %g)", d.Synthetic), set: floatOpt(&c.synthetic)},
 	}
 	if err := parseOptions("bench fit", args, opts, false, "Usage: rcm bench fit [flags]\n\nFits the router's scored model (router/coef_gen.go) and reports it, cross-validated by repository."); err != nil {
 		return err

@@ -29,8 +29,7 @@ type Options struct {
 	// and 0.2% of all calls, and in the in-sample simulation on 0.7%,
 	// 0.8%, 0 and 0 of the calls at a request (synthetic weight 0.2): 70
 	// is the least penalty that loses nothing in-sample, and the bench's
-	// shared layout loses with every step up (README, "How routing
-	// works").
+	// shared layout loses with every step up (docs/router-history.md).
 	Lambda float64
 	// Folds of the cross-validation (5); sessions of one group (a
 	// repository) are always in the same fold.

@@ -92,40 +92,64 @@ func Prefix(request string) string {
 // of logs, a project's .specstory/history, a ~/.claude/projects or a
 // ~/.codex/sessions directory. A log's labels are looked up beside it: LABELS/NAME.json
 // where LABELS is labels/ in the log's directory or in its parent, or
-// NAME.json in the log's directory. A label file whose number of turns or
-// prefixes disagree with the parsed messages is an error naming the
-// session and turn. Sessions come sorted by path.
-func Read(p string) ([]Session, error) {
+// NAME.json in the log's directory. Sessions come sorted by path.
+//
+// What Read cannot take is left out and returned as skips, so that one
+// odd file does not stop a replay of the others: a log it cannot read or
+// parse (Record "log"), one whose label file's number of turns or
+// prefixes disagree with the parsed messages (Record "labels", the reason
+// naming the session and turn), and a JSONL log's lines that are not
+// JSON (Record "line N"; the rest of that log is read). Read fails when p
+// cannot be listed or no session is left; callers that must have every
+// log (a fit) treat a skip as an error.
+func Read(p string) ([]Session, []trajectory.Skip, error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("chatlog: %w", err)
+		return nil, nil, fmt.Errorf("chatlog: %w", err)
 	}
 	files := []string{p}
 	if info.IsDir() {
 		if files, err = logFiles(p); err != nil {
-			return nil, fmt.Errorf("chatlog: %w", err)
+			return nil, nil, fmt.Errorf("chatlog: %w", err)
 		}
 	}
 	var out []Session
+	var skips []trajectory.Skip
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("chatlog: %w", err)
+			skips = append(skips, trajectory.Skip{Source: f, Record: "log", Reason: err.Error()})
+			continue
 		}
 		if detect(f, b) == "" {
 			continue // a README, notes
 		}
-		ss, err := readFile(f, b)
+		ss, sk, err := readFile(f, b)
+		skips = append(skips, sk...)
 		if err != nil {
-			return nil, err
+			var le labelError
+			record := "log"
+			if errors.As(err, &le) {
+				record = "labels"
+			}
+			skips = append(skips, trajectory.Skip{Source: f, Record: record, Reason: err.Error()})
+			continue
 		}
 		out = append(out, ss...)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("chatlog: %s: no aider, SpecStory, Claude Code or Codex log", p)
+		if len(skips) > 0 {
+			return nil, skips, fmt.Errorf("chatlog: %s: no session left: %s", p, skips[0])
+		}
+		return nil, nil, fmt.Errorf("chatlog: %s: no aider, SpecStory, Claude Code or Codex log", p)
 	}
-	return out, nil
+	return out, skips, nil
 }
+
+// labelError is a label file that disagrees with its log.
+type labelError struct{ msg string }
+
+func (e labelError) Error() string { return e.msg }
 
 // logFiles lists the .md and .jsonl files under dir, but in labels/.
 func logFiles(dir string) ([]string, error) {
@@ -170,11 +194,11 @@ func detect(name string, b []byte) string {
 // a request is no session. An aider file holding several sessions (one per "# aider
 // chat started at" line) and no labels is one Session per session with a
 // message, named NAME-1, NAME-2, ... by its place in the file.
-func readFile(f string, b []byte) ([]Session, error) {
+func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 	labels, err := readLabels(f, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, labelError{err.Error()}
 	}
 	format := detect(f, b)
 	if labels != nil && labels.Source.Format != "" {
@@ -182,6 +206,7 @@ func readFile(f string, b []byte) ([]Session, error) {
 	}
 	text := string(b)
 	var ss []Session
+	var skips []trajectory.Skip
 	switch format {
 	case FormatAider:
 		parts := []string{text}
@@ -207,36 +232,37 @@ func readFile(f string, b []byte) ([]Session, error) {
 		if format == FormatCodex {
 			read = trajectory.ReadCodexLog
 		}
-		tr, _, err := read(b, f, name)
+		tr, sk, err := read(b, f, name)
 		if errors.Is(err, trajectory.ErrNoRequest) && labels == nil {
-			return nil, nil // a subagent's log, an empty session
+			return nil, nil, nil // a subagent's log, an empty session
 		}
 		if err != nil {
-			return nil, fmt.Errorf("chatlog: %w", err)
+			return nil, nil, fmt.Errorf("chatlog: %w", err)
 		}
+		skips = sk
 		s := Session{Name: name, Path: f, Format: format, Workdir: tr.Workdir, Turns: tr.Turns}
 		if s.Workdir == "" {
 			s.Workdir = workdir(labels)
 		}
 		ss = append(ss, s)
 	default:
-		return nil, fmt.Errorf("chatlog: %s: format %q: want aider, specstory, claude-code or codex", f, format)
+		return nil, nil, fmt.Errorf("chatlog: %s: format %q: want aider, specstory, claude-code or codex", f, format)
 	}
 	if labels == nil {
-		return ss, nil
+		return ss, skips, nil
 	}
 	s := &ss[0]
 	s.Repo = labels.Source.Repo
 	if len(labels.Turns) != len(s.Turns) {
-		return nil, fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))
+		return nil, nil, labelError{fmt.Sprintf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))}
 	}
 	for i, t := range labels.Turns {
 		if got := Prefix(s.Turns[i].Request); got != t.Prefix {
-			return nil, fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)
+			return nil, nil, labelError{fmt.Sprintf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)}
 		}
 		s.Labels = append(s.Labels, t.Label)
 	}
-	return ss, nil
+	return ss, skips, nil
 }
 
 // readLabels returns the label file of the log f named name, nil when it

@@ -24,9 +24,9 @@ func corpus(tb testing.TB) string {
 // with its labels (Read checks their count and prefixes), and every turn's
 // tool calls are answered.
 func TestCorpus(t *testing.T) {
-	ss, err := Read(corpus(t))
-	if err != nil {
-		t.Fatal(err)
+	ss, skips, err := Read(corpus(t))
+	if err != nil || len(skips) > 0 {
+		t.Fatal(err, skips)
 	}
 	if len(ss) != 69 {
 		t.Fatalf("%d sessions, want 69", len(ss))
@@ -121,8 +121,8 @@ func TestAider(t *testing.T) {
 	if err := os.WriteFile(f, []byte(history), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := Read(f)
-	if err != nil || len(ss) != 2 || ss[0].Name != ".aider.chat.history-1" || ss[1].Name != ".aider.chat.history-3" || ss[1].Turns[0].Request != "b" || ss[1].Workdir != "/home/user/project" {
+	ss, skips, err := Read(f)
+	if err != nil || len(skips) > 0 || len(ss) != 2 || ss[0].Name != ".aider.chat.history-1" || ss[1].Name != ".aider.chat.history-3" || ss[1].Turns[0].Request != "b" || ss[1].Workdir != "/home/user/project" {
 		t.Errorf("%+v, %v", ss, err)
 	}
 }
@@ -224,9 +224,13 @@ not json
 	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := Read(dir)
+	ss, skips, err := Read(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The line that is not JSON is left out, the rest of the log read.
+	if len(skips) != 1 || skips[0].Source != f || skips[0].Record != "line 8" {
+		t.Errorf("skips %v, want line 8 of %s", skips, f)
 	}
 	s := ss[0]
 	if len(ss) != 1 || s.Name != "5e1c" || s.Format != FormatClaudeCode || s.Workdir != "/home/ana/shop" || s.Labels != nil {
@@ -266,8 +270,8 @@ func TestCodexLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ss, err := Read(dir)
-	if err != nil || len(ss) != 2 {
+	ss, skips, err := Read(dir)
+	if err != nil || len(skips) > 0 || len(ss) != 2 {
 		t.Fatalf("%+v, %v", ss, err)
 	}
 	c := ss[1]
@@ -322,8 +326,9 @@ func TestTag(t *testing.T) {
 	}
 }
 
-// TestLabelMismatch: a label file that disagrees with the parse is an
-// error naming the session and turn.
+// TestLabelMismatch: a label file that disagrees with the parse leaves its
+// session out, named with the turn, and the other sessions are read; a
+// single log whose labels disagree is an error.
 func TestLabelMismatch(t *testing.T) {
 	dir := t.TempDir()
 	for _, d := range []string{"raw", "labels"} {
@@ -336,20 +341,30 @@ func TestLabelMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("raw/021.md", "# aider chat started at 2025-01-01 10:00:00\n\n#### add a test  \n\nDone.\n\n#### and docs  \n\nDone.\n")
+	log := "# aider chat started at 2025-01-01 10:00:00\n\n#### add a test  \n\nDone.\n\n#### and docs  \n\nDone.\n"
+	write("raw/021.md", log)
+	write("raw/022.md", log)
 	label := `{"source":{"repo":"eve/app","format":"aider"},"turns":[{"user_prefix":"add a test","task":"T1","kind":"new","needs":[]},{"user_prefix":%s,"task":"T1","kind":"continue","needs":["T1"]}]}`
 	write("labels/021.json", fmt.Sprintf(label, `"and docs"`))
-	ss, err := Read(dir)
-	if err != nil || len(ss) != 1 || ss[0].Workdir != "/home/user/app" || ss[0].Repo != "eve/app" || ss[0].Labels[1].Needs[0] != "T1" {
-		t.Fatalf("%+v, %v", ss, err)
+	write("labels/022.json", fmt.Sprintf(label, `"and docs"`))
+	ss, skips, err := Read(dir)
+	if err != nil || len(skips) > 0 || len(ss) != 2 || ss[0].Workdir != "/home/user/app" || ss[0].Repo != "eve/app" || ss[0].Labels[1].Needs[0] != "T1" {
+		t.Fatalf("%+v, %v, %v", ss, skips, err)
 	}
-	write("labels/021.json", fmt.Sprintf(label, `"and the docs"`))
-	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "session 021: turn 2") {
-		t.Errorf("prefix mismatch: %v", err)
-	}
-	write("labels/021.json", `{"source":{"format":"aider"},"turns":[{"user_prefix":"add a test"}]}`)
-	if _, err := Read(filepath.Join(dir, "raw", "021.md")); err == nil || !strings.Contains(err.Error(), "session 021: 2 user messages parsed, 1 labelled") {
-		t.Errorf("count mismatch: %v", err)
+	for _, c := range []struct{ label, want string }{
+		{fmt.Sprintf(label, `"and the docs"`), "session 021: turn 2"},
+		{`{"source":{"format":"aider"},"turns":[{"user_prefix":"add a test"}]}`, "session 021: 2 user messages parsed, 1 labelled"},
+		{`{"turns":[`, "labels/021.json"},
+	} {
+		write("labels/021.json", c.label)
+		ss, skips, err := Read(dir)
+		if err != nil || len(ss) != 1 || ss[0].Name != "022" || len(skips) != 1 || skips[0].Record != "labels" ||
+			skips[0].Source != filepath.Join(dir, "raw", "021.md") || !strings.Contains(skips[0].Reason, c.want) {
+			t.Errorf("%s: sessions %d, skips %v, %v; want 022 read and 021 left out for %q", c.label, len(ss), skips, err, c.want)
+		}
+		if _, _, err := Read(filepath.Join(dir, "raw", "021.md")); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s alone: %v, want an error naming %q", c.label, err, c.want)
+		}
 	}
 }
 

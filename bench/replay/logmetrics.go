@@ -8,6 +8,7 @@ import (
 	"github.com/rcm-dev/rcm/bench/chatlog"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"github.com/rcm-dev/rcm/bench/stat"
+	"github.com/rcm-dev/rcm/bench/trajectory"
 )
 
 // LogMetrics measure a replay of labelled real sessions over one set of
@@ -288,6 +289,10 @@ type LogResults struct {
 	Audit       []Audit  `json:"audit"`
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
+	// Skipped: what reading the logs left out (chatlog.Read's skips: a
+	// log it could not parse, labels that disagree with their log, lines
+	// that are not JSON), set by the caller that read them.
+	Skipped []trajectory.Skip `json:"skipped,omitempty"`
 }
 
 // audit lists a unit's requests.

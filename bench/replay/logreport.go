@@ -44,6 +44,9 @@ func logRows(s LogSummary) [][]string {
 // WriteTable prints the metrics table, one pair of rows per mode and
 // threshold, or says there are no labels to measure against.
 func (r *LogResults) WriteTable(w io.Writer) {
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "%d logs or lines left out when the logs were read (%s lists them)\n", len(r.Skipped), ReportFile)
+	}
 	if len(r.Summaries) == 0 {
 		fmt.Fprintf(w, "%d sessions replayed, none labelled: %s lists each request's decision\n", r.Sessions, ReportFile)
 		return
@@ -84,6 +87,13 @@ func (r *LogResults) markdown(w io.Writer) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "Error: %s\n\n", e)
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "## Left out when the logs were read\n\n")
+		for _, sk := range r.Skipped {
+			fmt.Fprintf(w, "- `%s`, %s: %s\n", sk.Source, sk.Record, sk.Reason)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "## Audit: each request's decision at its first call and over all its calls, and the earlier requests they left out")
 	for _, a := range r.Audit {

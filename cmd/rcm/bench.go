@@ -18,6 +18,7 @@ import (
 	"github.com/rcm-dev/rcm/bench/progress"
 	benchreplay "github.com/rcm-dev/rcm/bench/replay"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
+	"github.com/rcm-dev/rcm/bench/trajectory"
 	"github.com/rcm-dev/rcm/internal/scripted"
 	"github.com/rcm-dev/rcm/memory"
 	"github.com/rcm-dev/rcm/proxy"
@@ -123,13 +124,17 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 	}
 	var spec *benchspec.Spec
 	var logs []chatlog.Session
+	var skips []trajectory.Skip
 	var err error
 	if c.sessions != "" {
 		if c.spec != "" || c.data != "" || c.layout != "" || c.returns != "" {
 			return errors.New("--sessions replays real sessions: give it without --spec, --data, --layout or --returns")
 		}
-		if logs, err = chatlog.Read(c.sessions); err != nil {
+		if logs, skips, err = chatlog.Read(c.sessions); err != nil {
 			return err
+		}
+		for _, sk := range skips {
+			fmt.Fprintf(stderr, "left out: %s\n", sk)
 		}
 		if err := tagLogs(logs, c.tags, stderr); err != nil {
 			return err
@@ -208,7 +213,7 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 	bar := progress.NewBar(stderr, progress.ReplayLabels)
 	opts.Progress = bar.Update
 	if logs != nil {
-		return replayLogs(ctx, logs, opts, bar, c.out, stdout, stderr)
+		return replayLogs(ctx, logs, skips, opts, bar, c.out, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "replaying %d sessions of %s (%d tasks)\n", len(spec.Sessions), spec.Name, len(spec.Tasks))
 	res, err := benchreplay.Replay(ctx, spec, opts)
@@ -253,7 +258,7 @@ func tagLogs(logs []chatlog.Session, tags string, stderr io.Writer) error {
 }
 
 // replayLogs replays real sessions and writes their results into out.
-func replayLogs(ctx context.Context, logs []chatlog.Session, opts benchreplay.Options, bar *progress.Bar, out string, stdout, stderr io.Writer) error {
+func replayLogs(ctx context.Context, logs []chatlog.Session, skips []trajectory.Skip, opts benchreplay.Options, bar *progress.Bar, out string, stdout, stderr io.Writer) error {
 	labelled := 0
 	for _, s := range logs {
 		if s.Labels != nil {
@@ -266,6 +271,7 @@ func replayLogs(ctx context.Context, logs []chatlog.Session, opts benchreplay.Op
 	if res == nil {
 		return err
 	}
+	res.Skipped = skips
 	if werr := res.Write(out); werr != nil {
 		return errors.Join(err, werr)
 	}

@@ -56,9 +56,13 @@ func benchFit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
 		}
-		ls, err := chatlog.Read(dir)
+		ls, skips, err := chatlog.Read(dir)
 		if err != nil {
 			return err
+		}
+		if len(skips) > 0 {
+			// A fit on what happened to parse would be another corpus's.
+			return fmt.Errorf("bench fit: %s: %d logs or lines could not be read as labelled, first %s", dir, len(skips), skips[0])
 		}
 		ss, err := fit.Real(ls)
 		if err != nil {

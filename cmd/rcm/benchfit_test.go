@@ -73,4 +73,12 @@ func TestBenchFit(t *testing.T) {
 	if err := benchFit(context.Background(), []string{"--sessions", corpus, "--data", "", "--synthetic-weight", "0", "--out", ""}, &stdout, &stderr); err == nil {
 		t.Error("--synthetic-weight 0 accepted")
 	}
+	// A fit never runs on what happened to parse: labels that disagree
+	// with their log fail it (a replay leaves that log out instead).
+	if err := os.WriteFile(filepath.Join(corpus, "labels", "011.json"), []byte(`{"turns":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchFit(context.Background(), []string{"--sessions", corpus, "--data", "", "--out", "", "--report", ""}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "session 011") {
+		t.Errorf("a label file that disagrees with its log: %v", err)
+	}
 }

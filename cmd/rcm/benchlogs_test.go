@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,6 +14,7 @@ import (
 // tests read.
 type logResults struct {
 	Sessions, Labelled, Completed int
+	Skipped                       []struct{ Source, Record, Reason string }
 	Summaries                     []struct {
 		Mode      string
 		Threshold float64
@@ -61,6 +64,13 @@ func writeCorpus(t *testing.T, files map[string]string) string {
 }
 
 func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
+	r, _, _ := replayLogsOut(t, sessions, args...)
+	return r
+}
+
+// replayLogsOut replays like replayLogsFor and also returns what the
+// command printed and report.md.
+func replayLogsOut(t *testing.T, sessions string, args ...string) (logResults, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "stdout"))
@@ -82,10 +92,15 @@ func replayLogsFor(t *testing.T, sessions string, args ...string) logResults {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(out, "report.md")); err != nil {
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	printed, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, string(printed), string(md)
 }
 
 // TestBenchReplaySessions replays testdata/real-sessions through a real
@@ -192,5 +207,33 @@ func TestBenchReplaySessionsTags(t *testing.T) {
 		if drops := len(q.Dropped) == 1 && q.Dropped[0] == 1; drops != c.drops || q.NeededLost || c.method != "" && q.Method != c.method {
 			t.Errorf("--tags %q: the second request %+v", c.tags, q)
 		}
+	}
+}
+
+// TestBenchReplaySessionsLeftOut: a log whose labels disagree with it is
+// left out, said on the console and in both result files, and the other
+// logs are replayed and measured.
+func TestBenchReplaySessionsLeftOut(t *testing.T) {
+	log := "# aider chat started at 2025-01-01 10:00:00\n\n#### add a login form to app.py  \n\nDone.\n\n#### and a logout button  \n\nDone.\n"
+	label := `{"source":{"repo":"eve/app","format":"aider"},"turns":[` +
+		`{"user_prefix":"add a login form to app.py","task":"T1","kind":"new","needs":[]},` +
+		`{"user_prefix":%q,"task":"T1","kind":"continue","needs":["T1"]}]}`
+	dir := writeCorpus(t, map[string]string{
+		"raw/001.md": log, "labels/001.json": fmt.Sprintf(label, "and a logout button"),
+		"raw/002.md": log, "labels/002.json": fmt.Sprintf(label, "and a sign-out button"),
+	})
+	r, printed, md := replayLogsOut(t, dir, "--modes", "router", "--thresholds", "0.8")
+	if r.Sessions != 1 || r.Labelled != 1 || len(r.Summaries) != 1 || len(r.Skipped) != 1 {
+		t.Fatalf("%d sessions, %d labelled, %d summaries, skipped %+v", r.Sessions, r.Labelled, len(r.Summaries), r.Skipped)
+	}
+	sk := r.Skipped[0]
+	if sk.Source != filepath.Join(dir, "raw", "002.md") || sk.Record != "labels" || !strings.Contains(sk.Reason, "session 002: turn 2") {
+		t.Errorf("skipped %+v", sk)
+	}
+	if !strings.Contains(printed, "left out: "+sk.Source+": labels: ") || !strings.Contains(printed, "1 logs or lines left out") {
+		t.Errorf("the console does not say what was left out:\n%s", printed)
+	}
+	if !strings.Contains(md, "## Left out when the logs were read") || !strings.Contains(md, "session 002: turn 2") {
+		t.Errorf("report.md does not list what was left out")
 	}
 }

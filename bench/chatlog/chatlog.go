@@ -146,10 +146,12 @@ func Read(p string) ([]Session, []trajectory.Skip, error) {
 	return out, skips, nil
 }
 
-// labelError is a label file that disagrees with its log.
-type labelError struct{ msg string }
+// labelError is a label file that cannot be read or disagrees with its
+// log.
+type labelError struct{ err error }
 
-func (e labelError) Error() string { return e.msg }
+func (e labelError) Error() string { return e.err.Error() }
+func (e labelError) Unwrap() error { return e.err }
 
 // logFiles lists the .md and .jsonl files under dir, but in labels/.
 func logFiles(dir string) ([]string, error) {
@@ -198,7 +200,7 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 	labels, err := readLabels(f, name)
 	if err != nil {
-		return nil, nil, labelError{err.Error()}
+		return nil, nil, labelError{err}
 	}
 	format := detect(f, b)
 	if labels != nil && labels.Source.Format != "" {
@@ -254,11 +256,11 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	s := &ss[0]
 	s.Repo = labels.Source.Repo
 	if len(labels.Turns) != len(s.Turns) {
-		return nil, nil, labelError{fmt.Sprintf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))}
+		return nil, nil, labelError{fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))}
 	}
 	for i, t := range labels.Turns {
 		if got := Prefix(s.Turns[i].Request); got != t.Prefix {
-			return nil, nil, labelError{fmt.Sprintf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)}
+			return nil, nil, labelError{fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)}
 		}
 		s.Labels = append(s.Labels, t.Label)
 	}

@@ -39,6 +39,69 @@ func aiderSessions(text string) []string {
 	return out
 }
 
+// aiderCleared splits one aider session where aider started its chat
+// over: after /clear or /reset (or an abbreviation aider ran as one,
+// "/cle") it sends none of the earlier messages and, sending no session
+// id, is a new conversation to rcm (the id rcm derives from a
+// conversation's opening changes). Each part after the first opens at the
+// request after such a command; a run of them is one cut, and a clear
+// with only commands (a request opening with "/") before it since the
+// last cut cuts nothing. A command aider refused ("Ambiguous command",
+// "Invalid command") cuts nothing.
+func aiderCleared(text string) []string {
+	type run struct {
+		at      int // the offset of its first line
+		request string
+		refused bool
+	}
+	var runs []run
+	inRun := false
+	for off := 0; off < len(text); {
+		next := len(text)
+		if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+			next = off + nl + 1
+		}
+		ln := strings.TrimRight(text[off:next], "\r\n")
+		switch {
+		case aiderUser(ln) && inRun:
+			runs[len(runs)-1].request += "\n" + ln[len("#### "):]
+		case aiderUser(ln):
+			runs, inRun = append(runs, run{at: off, request: ln[len("#### "):]}), true
+		default:
+			inRun = false
+			if len(runs) > 0 && (strings.HasPrefix(ln, "> Ambiguous command") || strings.HasPrefix(ln, "> Invalid command")) {
+				runs[len(runs)-1].refused = true
+			}
+		}
+		off = next
+	}
+	var parts []string
+	from, pending, said := 0, false, false
+	for _, r := range runs {
+		clear := aiderClears(r.request) && !r.refused
+		if pending && !clear {
+			parts, from, said = append(parts, text[from:r.at]), r.at, false
+		}
+		// Only a cleared chat cuts: clearing after nothing but commands
+		// (a session opened with /clear) forgets nothing.
+		pending = clear && said
+		said = said || !strings.HasPrefix(r.request, "/")
+	}
+	return append(parts, text[from:])
+}
+
+// aiderClears reports whether a request is aider's /clear or /reset: its
+// first word is either, or a prefix of either that aider would take for
+// it (at least "/cl" or "/re"; an ambiguous one aider refuses, which
+// aiderCleared checks). Aider's commands are case-sensitive.
+func aiderClears(request string) bool {
+	f := strings.Fields(request)
+	if len(f) == 0 || len(f[0]) < len("/cl") {
+		return false
+	}
+	return strings.HasPrefix("/clear", f[0]) || strings.HasPrefix("/reset", f[0])
+}
+
 // aider's "Added FILE to the chat" (also "(read-only)", or with a
 // period), and the count of a shell run's lines it says the same of.
 var (

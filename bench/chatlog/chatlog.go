@@ -216,13 +216,19 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 			parts = aiderSessions(text)
 		}
 		for i, part := range parts {
-			s := Session{Name: name, Path: f, Format: format}
+			base := name
 			if len(parts) > 1 {
-				s.Name = fmt.Sprintf("%s-%d", name, i+1)
+				base = fmt.Sprintf("%s-%d", name, i+1)
 			}
-			s.Workdir, s.Turns = parsed(part, workdir(labels), parseAider)
-			if len(s.Turns) > 0 || labels != nil {
-				ss = append(ss, s) // not a session opened and left at once
+			w, _ := parsed(part, workdir(labels), parseAider) // where the whole session ran
+			for k, conv := range aiderCleared(part) {
+				s := Session{Name: base, Path: f, Format: format, Workdir: w, Turns: parseAider(conv, w)}
+				if k > 0 {
+					s.Name = fmt.Sprintf("%s.%d", base, k+1)
+				}
+				if len(s.Turns) > 0 || labels != nil {
+					ss = append(ss, s) // not a session opened and left at once
+				}
 			}
 		}
 	case FormatSpecStory:
@@ -253,18 +259,50 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	if labels == nil {
 		return ss, skips, nil
 	}
-	s := &ss[0]
-	s.Repo = labels.Source.Repo
-	if len(labels.Turns) != len(s.Turns) {
-		return nil, nil, labelError{fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", s.Name, len(s.Turns), len(labels.Turns))}
+	total := 0
+	for _, s := range ss {
+		total += len(s.Turns)
 	}
-	for i, t := range labels.Turns {
-		if got := Prefix(s.Turns[i].Request); got != t.Prefix {
-			return nil, nil, labelError{fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", s.Name, i+1, got, t.Prefix)}
+	if len(labels.Turns) != total {
+		return nil, nil, labelError{fmt.Errorf("chatlog: session %s: %d user messages parsed, %d labelled", name, total, len(labels.Turns))}
+	}
+	i := 0
+	for k := range ss {
+		s := &ss[k]
+		s.Repo = labels.Source.Repo
+		for _, turn := range s.Turns {
+			t := labels.Turns[i]
+			if got := Prefix(turn.Request); got != t.Prefix {
+				return nil, nil, labelError{fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", name, i+1, got, t.Prefix)}
+			}
+			s.Labels = append(s.Labels, t.Label)
+			i++
 		}
-		s.Labels = append(s.Labels, t.Label)
+		if k > 0 {
+			s.Labels = restarted(s.Labels)
+		}
 	}
 	return ss, skips, nil
+}
+
+// restarted rebases the labels of a conversation that an aider /clear
+// opened (aiderCleared): the harness sent none of the turns before it, so
+// a request of a task with no earlier request in it is new, and its needs
+// name only tasks with one (no call could have shown the others). Meta
+// turns keep the task they sat in.
+func restarted(ls []Label) []Label {
+	seen := map[string]bool{}
+	for i, l := range ls {
+		l.Needs = slices.DeleteFunc(slices.Clone(l.Needs), func(t string) bool { return !seen[t] })
+		if l.Kind != KindMeta {
+			if !seen[l.Task] {
+				l.Kind = KindNew
+			}
+			seen[l.Task] = true
+		}
+		ls[i] = l
+	}
+	return ls
 }
 
 // readLabels returns the label file of the log f named name, nil when it

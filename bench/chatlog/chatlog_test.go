@@ -28,12 +28,13 @@ func TestCorpus(t *testing.T) {
 	if err != nil || len(skips) > 0 {
 		t.Fatal(err, skips)
 	}
-	if len(ss) != 69 {
-		t.Fatalf("%d sessions, want 69", len(ss))
+	// 69 logs; aider's /clear and /reset start 9 more conversations.
+	if len(ss) != 78 {
+		t.Fatalf("%d sessions, want 78", len(ss))
 	}
 	turns, calls := 0, map[string]int{}
 	for _, s := range ss {
-		if len(s.Labels) != len(s.Turns) || s.Repo == "" || s.Path != filepath.Join(corpus(t), "raw", s.Name+".md") {
+		if len(s.Labels) != len(s.Turns) || s.Repo == "" || s.Path != filepath.Join(corpus(t), "raw", strings.Split(s.Name, ".")[0]+".md") {
 			t.Errorf("%s: %d labels for %d turns, repo %q, path %s", s.Name, len(s.Labels), len(s.Turns), s.Repo, s.Path)
 		}
 		turns += len(s.Turns)
@@ -326,21 +327,27 @@ func TestTag(t *testing.T) {
 	}
 }
 
-// TestLabelMismatch: a label file that disagrees with the parse leaves its
-// session out, named with the turn, and the other sessions are read; a
-// single log whose labels disagree is an error.
-func TestLabelMismatch(t *testing.T) {
+// corpusDir makes a corpus folder (raw/ and labels/) and returns it with
+// a function writing a file into it.
+func corpusDir(t *testing.T) (string, func(name, s string)) {
 	dir := t.TempDir()
 	for _, d := range []string{"raw", "labels"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write := func(name, s string) {
+	return dir, func(name, s string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestLabelMismatch: a label file that disagrees with the parse leaves its
+// session out, named with the turn, and the other sessions are read; a
+// single log whose labels disagree is an error.
+func TestLabelMismatch(t *testing.T) {
+	dir, write := corpusDir(t)
 	log := "# aider chat started at 2025-01-01 10:00:00\n\n#### add a test  \n\nDone.\n\n#### and docs  \n\nDone.\n"
 	write("raw/021.md", log)
 	write("raw/022.md", log)
@@ -366,6 +373,97 @@ func TestLabelMismatch(t *testing.T) {
 			t.Errorf("%s alone: %v, want an error naming %q", c.label, err, c.want)
 		}
 	}
+}
+
+// TestAiderClear: aider's /clear and /reset start its chat over, so the
+// turns after one are a conversation of their own, with labels rebased to
+// what that conversation holds; a clear before any chat, and one aider
+// refused, cut nothing.
+func TestAiderClear(t *testing.T) {
+	dir, write := corpusDir(t)
+	write("raw/031.md", "# aider chat started at 2025-03-01 09:00:00\n\n"+
+		"#### /reset  \n\n"+ // nothing to forget yet
+		"#### make the invoice total include VAT  \n\nDone.\n\n"+
+		"#### now add a CSV export of the orders  \n\nDone.\n\n"+
+		"#### /cl  \n\n> Ambiguous command: /clear, /clipboard  \n\n"+ // refused: no cut
+		"#### and sort it by date  \n\nDone.\n\n"+
+		"#### /clear  \n\n#### /clear  \n\n"+ // one cut
+		"#### /tokens  \n\n> $ 0.0001      350 system messages  \n\n"+
+		"#### the VAT total is wrong for zero-rated items, fix it  \n\nDone.\n\n"+
+		"#### /res  \n\n"+
+		"#### rename the export button  \n\nDone.\n")
+	labels := `{"source":{"repo":"eve/shop","format":"aider"},"turns":[` +
+		`{"user_prefix":"/reset","task":"T1","kind":"meta","needs":[]},` +
+		`{"user_prefix":"make the invoice total include VAT","task":"T1","kind":"new","needs":[]},` +
+		`{"user_prefix":"now add a CSV export of the orders","task":"T2","kind":"new","needs":[]},` +
+		`{"user_prefix":"/cl","task":"T2","kind":"meta","needs":[]},` +
+		`{"user_prefix":"and sort it by date","task":"T2","kind":"continue","needs":["T2"]},` +
+		`{"user_prefix":"/clear","task":"T2","kind":"meta","needs":[]},` +
+		`{"user_prefix":"/clear","task":"T2","kind":"meta","needs":[]},` +
+		`{"user_prefix":"/tokens","task":"T2","kind":"meta","needs":[]},` +
+		`{"user_prefix":"the VAT total is wrong for zero-rated items, fix it","task":"T1","kind":"return","needs":["T1"]},` +
+		`{"user_prefix":"/res","task":"T1","kind":"meta","needs":[]},` +
+		`{"user_prefix":"rename the export button","task":"T2","kind":"return","needs":["T2","T1"]}]}`
+	write("labels/031.json", labels)
+	ss, skips, err := Read(dir)
+	if err != nil || len(skips) > 0 {
+		t.Fatal(err, skips)
+	}
+	got := []string{}
+	for _, s := range ss {
+		var ks []string
+		for i, l := range s.Labels {
+			ks = append(ks, fmt.Sprintf("%s %s %s %v", Prefix(s.Turns[i].Request), l.Task, l.Kind, l.Needs))
+		}
+		if s.Path != filepath.Join(dir, "raw", "031.md") || s.Repo != "eve/shop" || s.Workdir != "/home/user/shop" {
+			t.Errorf("%s: path %s, repo %s, workdir %s", s.Name, s.Path, s.Repo, s.Workdir)
+		}
+		got = append(got, s.Name+": "+strings.Join(ks, "; "))
+	}
+	want := []string{
+		"031: /reset T1 meta []; make the invoice total include VAT T1 new []; now add a CSV export of the orders T2 new []; " +
+			"/cl T2 meta []; and sort it by date T2 continue [T2]; /clear T2 meta []; /clear T2 meta []",
+		"031.2: /tokens T2 meta []; the VAT total is wrong for zero-rated items, fix it T1 new []; /res T1 meta []",
+		"031.3: rename the export button T2 new []",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The replay of a later conversation opens with its own first request.
+	if c := ss[1].Calls("system"); len(c[0].Messages) != 2 || c[0].Messages[1].Content != "/tokens" {
+		t.Errorf("031.2's first call: %+v", c[0].Messages)
+	}
+	// Without labels the same cuts are made.
+	if err := os.Remove(filepath.Join(dir, "labels", "031.json")); err != nil {
+		t.Fatal(err)
+	}
+	if ss, _, err := Read(filepath.Join(dir, "raw", "031.md")); err != nil || len(ss) != 3 || ss[2].Name != "031.3" || ss[2].Labels != nil {
+		t.Errorf("unlabelled: %d sessions, %v", len(ss), err)
+	}
+}
+
+// FuzzAiderCleared: the parts of an aider session are the session cut at
+// user lines, and parse into its turns.
+func FuzzAiderCleared(f *testing.F) {
+	for _, s := range []string{"#### a  \n#### /clear  \n#### b  \n", "#### /clear  \n#### /clear  \nx\n#### c  \r\n", "#### a  \n#### /re  \n> Ambiguous command: /reset, /report  \n#### b  \n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		parts := aiderCleared(text)
+		if strings.Join(parts, "") != text {
+			t.Fatalf("parts %q do not make up %q", parts, text)
+		}
+		n := 0
+		for i, p := range parts {
+			if i > 0 && !aiderUser(strings.TrimRight(p[:strings.IndexByte(p+"\n", '\n')], "\r")) {
+				t.Fatalf("part %d opens with no user line: %q", i, p)
+			}
+			n += len(parseAider(p, "/w"))
+		}
+		if whole := len(parseAider(text, "/w")); n != whole {
+			t.Fatalf("%d turns in the parts, %d in the whole", n, whole)
+		}
+	})
 }
 
 // fuzzParse checks a parser never panics, stays bounded (no more turns

@@ -19,11 +19,19 @@
 // that is its Workdir, so that its relative names sit beside them, as its
 // harness saw them, instead of in another checkout.
 //
+// Aider sends none of the earlier chat after /clear or /reset, and sends
+// no session id, so to rcm the turns after one are a new conversation: a
+// session of its own (NAME.2, NAME.3, ... after the first), its labels
+// rebased to what it holds (a task with no request in it yet is new there;
+// needs name only tasks it holds). The label file still covers the whole
+// log.
+//
 // Caveats: the markdown logs do not keep what tools returned (aider's shell
 // output, a read file's content); such results are a short placeholder
-// that says so. Aider's /clear and /reset are turns like its other
-// commands: the turns after one still follow the turns before it, where
-// aider itself sent none of those again. A file aider added to the chat is a read. Aider's whole-file edits are told from plain code blocks
-// only when aider confirms the file was edited ("> Applied edit to").
-// Parsers never panic on outside input; what they cannot place stays text.
+// that says so. A file aider added to the chat is a read; after /clear
+// aider still sends the files in its chat, but the new conversation holds
+// no read of those added before it.
+// Aider's whole-file edits are told from plain code blocks only when aider
+// confirms the file was edited ("> Applied edit to"). Parsers never panic
+// on outside input; what they cannot place stays text.
 package chatlog

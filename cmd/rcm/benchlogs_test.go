@@ -103,12 +103,13 @@ func replayLogsOut(t *testing.T, sessions string, args ...string) (logResults, s
 	return r, string(printed), string(md)
 }
 
-// TestBenchReplaySessions replays testdata/real-sessions through a real
+// TestBenchReplaySessions replays testdata/real-sessions (69 logs, 78
+// conversations: aider's /clear and /reset start one) through a real
 // rcm: native keeps every needed message, every request is measured and
 // audited in router mode with the router's own methods.
 func TestBenchReplaySessions(t *testing.T) {
 	r := replayLogsFor(t, "../../testdata/real-sessions", "--modes", "native,router", "--thresholds", "0.8")
-	if r.Sessions != 69 || r.Labelled != 69 || r.Completed != 69 || len(r.Summaries) != 2 {
+	if r.Sessions != 78 || r.Labelled != 78 || r.Completed != 78 || len(r.Summaries) != 2 {
 		t.Fatalf("%d sessions, %d labelled, %d completed, %d summaries", r.Sessions, r.Labelled, r.Completed, len(r.Summaries))
 	}
 	native, router := r.Summaries[0], r.Summaries[1]
@@ -135,7 +136,7 @@ func TestBenchReplaySessions(t *testing.T) {
 			}
 		}
 	}
-	if len(r.Audit) != 69 || requests != 1393 || methods != 1393 {
+	if len(r.Audit) != 78 || requests != 1393 || methods != 1393 {
 		t.Errorf("audit: %d sessions, %d requests, %d with a method", len(r.Audit), requests, methods)
 	}
 }

@@ -28,7 +28,7 @@ const (
 // Session is one real session log laid out as the turns a harness would
 // have sent.
 type Session struct {
-	Name   string // the log's base name without extension ("011")
+	Name   string // the log's base name without extension ("011"; "011.2" for its conversation after a /clear)
 	Path   string // the log file (names repeat across folders: .aider.chat.history)
 	Format string // FormatAider, FormatSpecStory, FormatClaudeCode or FormatCodex
 	// Workdir is where the harness runs: the log's own cwd when it has
@@ -195,7 +195,9 @@ func detect(name string, b []byte) string {
 // readFile reads one log and its labels; an unlabelled JSONL log without
 // a request is no session. An aider file holding several sessions (one per "# aider
 // chat started at" line) and no labels is one Session per session with a
-// message, named NAME-1, NAME-2, ... by its place in the file.
+// message, named NAME-1, NAME-2, ... by its place in the file; each
+// conversation a /clear or /reset starts in one is a Session of its own
+// (aiderCleared), NAME.2, NAME.3, ..., its labels rebased (restarted).
 func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
 	labels, err := readLabels(f, name)

@@ -98,8 +98,11 @@ func Prefix(request string) string {
 // odd file does not stop a replay of the others: a log it cannot read or
 // parse (Record "log"), one whose label file's number of turns or
 // prefixes disagree with the parsed messages (Record "labels", the reason
-// naming the session and turn), and a JSONL log's lines that are not
-// JSON (Record "line N"; the rest of that log is read). Read fails when p
+// naming the session and turn), a JSONL log's lines that are not JSON
+// (Record "line N"; the rest of that log is read), and what the Claude
+// Code and Codex readers left out or repaired in a log they read (an
+// entry they could not place, tool calls closed with a placeholder
+// result: trajectory's records). Read fails when p
 // cannot be listed or no session is left; callers that must have every
 // log (a fit) treat a skip as an error.
 func Read(p string) ([]Session, []trajectory.Skip, error) {

@@ -289,9 +289,11 @@ type LogResults struct {
 	Audit       []Audit  `json:"audit"`
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
-	// Skipped: what reading the logs left out (chatlog.Read's skips: a
-	// log it could not parse, labels that disagree with their log, lines
-	// that are not JSON), set by the caller that read them.
+	// Skipped: what reading the logs left out or repaired (chatlog.Read's
+	// skips: a log it could not parse, labels that disagree with their
+	// log, lines that are not JSON, and in a Claude Code or Codex log an
+	// entry it could not place or a tool call it had to close), set by the
+	// caller that read them.
 	Skipped []trajectory.Skip `json:"skipped,omitempty"`
 }
 

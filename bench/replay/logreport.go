@@ -45,7 +45,7 @@ func logRows(s LogSummary) [][]string {
 // threshold, or says there are no labels to measure against.
 func (r *LogResults) WriteTable(w io.Writer) {
 	if len(r.Skipped) > 0 {
-		fmt.Fprintf(w, "%d logs or lines left out when the logs were read (%s lists them)\n", len(r.Skipped), ReportFile)
+		fmt.Fprintf(w, "%d logs or parts of logs left out or repaired when the logs were read (%s lists them)\n", len(r.Skipped), ReportFile)
 	}
 	if len(r.Summaries) == 0 {
 		fmt.Fprintf(w, "%d sessions replayed, none labelled: %s lists each request's decision\n", r.Sessions, ReportFile)
@@ -89,7 +89,7 @@ func (r *LogResults) markdown(w io.Writer) {
 		fmt.Fprintf(w, "Error: %s\n\n", e)
 	}
 	if len(r.Skipped) > 0 {
-		fmt.Fprintf(w, "## Left out when the logs were read\n\n")
+		fmt.Fprintf(w, "## Left out or repaired when the logs were read\n\n")
 		for _, sk := range r.Skipped {
 			fmt.Fprintf(w, "- `%s`, %s: %s\n", sk.Source, sk.Record, sk.Reason)
 		}

@@ -44,7 +44,9 @@ type claudeBlock struct {
 // into a Trajectory. Each user message whose content is a string is a human
 // request and opens a turn. Consecutive assistant entries (Claude Code logs
 // each block of one response as its own entry) merge into one assistant
-// message: text blocks as content, tool_use blocks as native tool calls
+// message, and so do entries of one response (the same message id) that a
+// tool result was logged between (a parallel call's result can be logged
+// before the response's next call): text blocks as content, tool_use blocks as native tool calls
 // mapped to OpenCode's tools (Bash -> bash, Read -> read with filePath, ...);
 // thinking blocks are dropped (OpenCode's OpenAI-compatible provider does
 // not send reasoning back). tool_result blocks become role "tool" messages;
@@ -65,8 +67,9 @@ func ReadClaudeCode(b []byte, source, task string) (*chat.Trajectory, []Skip, er
 }
 
 // claudeMessage is one message of a Claude Code session: content a string
-// or Anthropic content blocks.
+// or Anthropic content blocks; ID is the API response's id, when logged.
 type claudeMessage struct {
+	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
@@ -79,13 +82,15 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 	}
 	tr := &chat.Trajectory{Task: task, Format: "claude-code"}
 	var turn *chat.Turn
-	var asst *chat.Message // the assistant message being merged, while entries stay assistant
+	// The assistant message being merged: its index in turn.Messages (-1
+	// for none), whether the entry before was assistant too, and its id.
+	asst, merging, asstID := -1, false, ""
 	var files []string
 	for i, m := range msgs {
 		if text, err := contentText(m.Content); err == nil {
 			if m.Role == chat.RoleUser {
 				tr.Turns = append(tr.Turns, chat.Turn{Request: text})
-				turn, asst = &tr.Turns[len(tr.Turns)-1], nil
+				turn, asst = &tr.Turns[len(tr.Turns)-1], -1
 				continue
 			}
 			if m.Role != chat.RoleAssistant {
@@ -105,14 +110,16 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 		}
 		switch m.Role {
 		case chat.RoleAssistant:
-			if asst == nil {
+			if asst < 0 || !merging && (m.ID == "" || m.ID != asstID) {
 				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleAssistant})
-				asst = &turn.Messages[len(turn.Messages)-1]
+				asst, asstID = len(turn.Messages)-1, m.ID
 			}
+			merging = true
+			a := &turn.Messages[asst]
 			for j, bl := range blocks {
 				switch bl.Type {
 				case "text":
-					asst.Content = joinText(asst.Content, bl.Text)
+					a.Content = joinText(a.Content, bl.Text)
 				case "thinking", "redacted_thinking":
 				case "tool_use":
 					call, file, err := claudeCall(bl)
@@ -120,7 +127,7 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 						skip(i, fmt.Sprintf("content[%d]: %v", j, err))
 						continue
 					}
-					asst.ToolCalls = append(asst.ToolCalls, call)
+					a.ToolCalls = append(a.ToolCalls, call)
 					if path.IsAbs(file) {
 						files = append(files, file)
 					}
@@ -129,7 +136,7 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 				}
 			}
 		case chat.RoleUser:
-			asst = nil
+			merging = false
 			var notes []string
 			for j, bl := range blocks {
 				switch bl.Type {
@@ -149,6 +156,7 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 			// call and its result.
 			for _, n := range notes {
 				turn.Messages = append(turn.Messages, chat.Message{Role: chat.RoleUser, Content: n})
+				asst = -1 // a later call may not go before the note
 			}
 		default:
 			skip(i, fmt.Sprintf("role %q: unknown", m.Role))

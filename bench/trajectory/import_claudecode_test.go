@@ -85,6 +85,51 @@ func FuzzReadClaudeCode(f *testing.F) {
 	})
 }
 
+// TestClaudeCodeLogParallelCalls: Claude Code logs each call of one
+// response as its own entry, and can log a call's result before the
+// response's next call (seen in real logs, marot/spotter's
+// test/fixtures/transcripts). The entries of one response (one message
+// id) are one assistant message with every call, followed by the results;
+// nothing is repaired, and a new response is a message of its own.
+func TestClaudeCodeLogParallelCalls(t *testing.T) {
+	use := func(msg, id, file string) string {
+		return `{"type":"assistant","message":{"id":"` + msg + `","role":"assistant","content":[{"type":"tool_use","id":"` + id + `","name":"Read","input":{"file_path":"/srv/app/` + file + `"}}]}}`
+	}
+	result := func(id string) string {
+		return `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}}`
+	}
+	log := strings.Join([]string{
+		`{"type":"user","cwd":"/srv/app","message":{"role":"user","content":"why does the export time out?"}}`,
+		`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"Reading the three files."}]}}`,
+		use("msg_1", "toolu_a", "export.go"), use("msg_1", "toolu_b", "query.go"),
+		result("toolu_b"),
+		use("msg_1", "toolu_c", "pool.go"),
+		`{"type":"progress","data":{}}`,
+		result("toolu_a"), result("toolu_c"),
+		use("msg_2", "toolu_d", "pool_test.go"), result("toolu_d"),
+		`{"type":"assistant","message":{"id":"msg_3","role":"assistant","content":[{"type":"text","text":"The pool is too small."}]}}`,
+	}, "\n")
+	tr, skips, err := ReadClaudeCodeLog([]byte(log), "parallel.jsonl", "parallel")
+	if err != nil || len(skips) > 0 {
+		t.Fatal(err, skips)
+	}
+	var got []string
+	for _, m := range tr.Turns[0].Messages {
+		s := m.Role + m.ToolCallID
+		for _, c := range m.ToolCalls {
+			s += " " + c.ID
+		}
+		got = append(got, s)
+	}
+	want := "assistant toolu_a toolu_b toolu_c|tooltoolu_b|tooltoolu_a|tooltoolu_c|assistant toolu_d|tooltoolu_d|assistant"
+	if strings.Join(got, "|") != want {
+		t.Errorf("messages %s\nwant     %s", strings.Join(got, "|"), want)
+	}
+	if err := ValidateMessages(tr.Turns[0].Messages); err != nil {
+		t.Error(err)
+	}
+}
+
 // FuzzReadClaudeCodeLog: any bytes read as a Claude Code log neither panic
 // nor leave a tool call unanswered, and give fewer messages than bytes.
 func FuzzReadClaudeCodeLog(f *testing.F) {
@@ -92,6 +137,10 @@ func FuzzReadClaudeCodeLog(f *testing.F) {
 		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"ls"}}]}}` + "\n" +
 		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x"},{"type":"text","text":"more"}]}}`))
 	f.Add([]byte("{}\n\n[1]\n{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"image\"}]}}"))
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"go"}}` + "\n" +
+		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a","name":"Read","input":{}}]}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x"},{"type":"text","text":"n"}]}}` + "\n" +
+		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b","name":"Read","input":{}}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadClaudeCodeLog(b, "fuzz", "fuzz")
 		if err == nil {

@@ -134,7 +134,7 @@ func benchReplay(ctx context.Context, args []string, stdout, stderr *os.File) er
 			return err
 		}
 		for _, sk := range skips {
-			fmt.Fprintf(stderr, "left out: %s\n", sk)
+			fmt.Fprintf(stderr, "left out or repaired: %s\n", sk)
 		}
 		if err := tagLogs(logs, c.tags, stderr); err != nil {
 			return err

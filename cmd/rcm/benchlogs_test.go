@@ -231,10 +231,10 @@ func TestBenchReplaySessionsLeftOut(t *testing.T) {
 	if sk.Source != filepath.Join(dir, "raw", "002.md") || sk.Record != "labels" || !strings.Contains(sk.Reason, "session 002: turn 2") {
 		t.Errorf("skipped %+v", sk)
 	}
-	if !strings.Contains(printed, "left out: "+sk.Source+": labels: ") || !strings.Contains(printed, "1 logs or lines left out") {
+	if !strings.Contains(printed, "left out or repaired: "+sk.Source+": labels: ") || !strings.Contains(printed, "1 logs or parts of logs left out or repaired") {
 		t.Errorf("the console does not say what was left out:\n%s", printed)
 	}
-	if !strings.Contains(md, "## Left out when the logs were read") || !strings.Contains(md, "session 002: turn 2") {
+	if !strings.Contains(md, "## Left out or repaired when the logs were read") || !strings.Contains(md, "session 002: turn 2") {
 		t.Errorf("report.md does not list what was left out")
 	}
 }

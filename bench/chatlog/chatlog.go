@@ -386,9 +386,9 @@ func ownWorkdir(turns []chat.Turn, def string) string {
 }
 
 // Calls lays the session out as its model calls, each the system prompt,
-// the full history so far and the recorded assistant message answering it
-// (see chat.Replay: a turn with no answer makes one call with an empty
-// Response).
+// the history so far (since the last compaction) and the recorded
+// assistant message answering it (see chat.Replay: a turn with no answer
+// makes one call with an empty Response).
 func (s *Session) Calls(system string) []chat.ModelCall {
 	return chat.Replay(system, s.Turns)
 }

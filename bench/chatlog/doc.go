@@ -30,10 +30,9 @@
 // output, a read file's content); such results are a short placeholder
 // that says so. A file aider added to the chat is a read; after /clear
 // aider still sends the files in its chat, but the new conversation holds
-// no read of those added before it. A compacted Claude Code log is laid
-// out whole: its summary is a request like the others, and the turns
-// before it stay in the history after it, where Claude Code sent only the
-// summary and what followed.
+// no read of those added before it. In a compacted Claude Code log the
+// summary's turn is Compacted (chat.Turn): Session.Calls sends only it and
+// what follows from then on, as Claude Code did.
 // Aider's whole-file edits are told from plain code blocks only when aider
 // confirms the file was edited ("> Applied edit to"). Parsers never panic
 // on outside input; what they cannot place stays text.

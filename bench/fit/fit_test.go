@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/rcm-dev/rcm/bench/chatlog"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/router"
@@ -147,5 +149,20 @@ func TestDefaults(t *testing.T) {
 	got.defaults()
 	if got != set {
 		t.Fatalf("options %+v became %+v", set, got)
+	}
+}
+
+// TestRealCompacted: a compacted log (its calls are not prefixes of one
+// history) is refused with the turn named, not simulated as if whole.
+func TestRealCompacted(t *testing.T) {
+	l := chatlog.Session{Name: "c", Repo: "eve/c",
+		Turns:  []chat.Turn{{Request: "add the export"}, {Request: "This session is being continued...", Compacted: true}},
+		Labels: []chatlog.Label{{Task: "T1", Kind: chatlog.KindNew}, {Task: "T1", Kind: chatlog.KindMeta}}}
+	if _, err := Real([]chatlog.Session{l}); err == nil || !strings.Contains(err.Error(), "c: turn 2") {
+		t.Errorf("err %v, want turn 2 named", err)
+	}
+	l.Turns[1].Compacted = false
+	if ss, err := Real([]chatlog.Session{l}); err != nil || len(ss) != 1 {
+		t.Errorf("%v, %v", ss, err)
 	}
 }

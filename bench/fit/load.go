@@ -2,6 +2,7 @@ package fit
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/rcm-dev/rcm/bench/chatlog"
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
@@ -66,12 +67,17 @@ func Synthetic(spec *benchspec.Spec) ([]*Session, error) {
 // Real lays out labelled real session logs as sessions of OpenCode in the
 // log's repository (an OpenCode system prompt's environment block naming
 // the working directory, a git repository). A log without labels is an
-// error: there is nothing to fit or measure.
+// error: there is nothing to fit or measure; so is a compacted one (a
+// Claude Code log past /compact), whose calls Simulate cannot lay out.
 func Real(logs []chatlog.Session) ([]*Session, error) {
 	var out []*Session
 	for _, l := range logs {
 		if len(l.Labels) != len(l.Turns) {
 			return nil, fmt.Errorf("fit: %s: %d labels for %d turns", l.Name, len(l.Labels), len(l.Turns))
+		}
+		if i := slices.IndexFunc(l.Turns, func(t chat.Turn) bool { return t.Compacted }); i >= 0 {
+			// Simulate replays whole histories; a compacted one is not.
+			return nil, fmt.Errorf("fit: %s: turn %d is a compaction's summary: the fit takes no compacted log", l.Name, i+1)
 		}
 		s := &Session{Name: l.Name, Group: l.Repo, Real: true, Turns: l.Turns, System: benchspec.OpenCodeSystem(l.Workdir, true)}
 		if s.Group == "" {

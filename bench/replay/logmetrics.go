@@ -23,7 +23,8 @@ type LogMetrics struct {
 	Routed int `json:"routed"` // a decision and no fallback
 	// NeededLost: the share of calls whose forwarded messages lack the
 	// verbatim text of an earlier user message of a task in the request's
-	// needs (meta messages are never needed: they ask the model nothing);
+	// needs, of those the call sent (none before a compaction's summary;
+	// meta messages are never needed: they ask the model nothing);
 	// NeededLostRouted: the same share of the routed calls.
 	NeededLost       stat.Num `json:"needed_lost"`
 	NeededLostRouted stat.Num `json:"needed_lost_routed"`
@@ -97,17 +98,19 @@ func (c logCounts) metrics() LogMetrics {
 	}
 }
 
-// kept reports, per message of call k's history, whether the proxy
-// forwarded it: a forwarded message with its key, each forwarded message
-// standing for one history message (the earliest not yet matched).
+// kept reports, per message of the whole history up to call k's end,
+// whether the proxy forwarded it: a forwarded message with its key, each
+// forwarded message standing for one message the call sent (the earliest
+// not yet matched). Messages the call did not send (before a compaction)
+// are not kept.
 func (p *logPlan) kept(k int, o *logObs) []bool {
 	left := make(map[string]int, len(o.present))
 	for key, n := range o.present {
 		left[key] = n
 	}
-	out := make([]bool, len(p.calls[k].Messages))
+	out := make([]bool, p.end(k))
 	for h := range out {
-		if left[p.keys[h]] > 0 {
+		if p.sent(k, h) && left[p.keys[h]] > 0 {
 			left[p.keys[h]]--
 			out[h] = true
 		}
@@ -149,7 +152,7 @@ func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 		if o.fellBack() {
 			c.fallbacks = 1
 		}
-		lost := p.lost(o)
+		lost := p.lost(k, o)
 		if lost {
 			c.lost, c.lostRouted = 1, c.routed
 		}
@@ -184,7 +187,7 @@ func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 			kept := p.kept(k, o)
 			for h, in := range kept {
 				t := p.turn[h]
-				if t < 0 || t >= o.turn || labels[t].Task == l.Task || slices.Contains(l.Needs, labels[t].Task) {
+				if t < 0 || !p.sent(k, h) || t >= o.turn || labels[t].Task == l.Task || slices.Contains(l.Needs, labels[t].Task) {
 					continue
 				}
 				c.unneeded += len(p.messages[h])
@@ -208,14 +211,15 @@ func (p *logPlan) measure(obs []logObs) (req, all logCounts, ds []Decision) {
 	return req, all, ds
 }
 
-// lost reports whether a call's forwarded user messages lack the text of
-// an earlier, non-meta request of a task the call's request needs.
-func (p *logPlan) lost(o *logObs) bool {
+// lost reports whether call k's forwarded user messages lack the text of
+// an earlier, non-meta request of a task the call's request needs, of
+// those the call sent (a compaction's harness sent none before it).
+func (p *logPlan) lost(k int, o *logObs) bool {
 	l := p.sess.Labels[o.turn]
 	for j := range o.turn {
 		lj := p.sess.Labels[j]
 		text := strings.TrimSpace(p.sess.Turns[j].Request)
-		if lj.Kind == chatlog.KindMeta || text == "" || !slices.Contains(l.Needs, lj.Task) {
+		if lj.Kind == chatlog.KindMeta || text == "" || !slices.Contains(l.Needs, lj.Task) || !p.sent(k, p.request(j)) {
 			continue
 		}
 		if !slices.ContainsFunc(o.texts, func(t string) bool { return strings.Contains(t, text) }) {
@@ -305,11 +309,11 @@ func (p *logPlan) audit(u unit, obs []logObs) Audit {
 		var dropped []int
 		kept := p.kept(k, o)
 		for j := range o.turn {
-			if h := p.request(j); h >= 0 && !kept[h] {
+			if h := p.request(j); h >= 0 && p.sent(k, h) && !kept[h] {
 				dropped = append(dropped, j+1)
 			}
 		}
-		lost := p.sess.Labels != nil && p.lost(o)
+		lost := p.sess.Labels != nil && p.lost(k, o)
 		if len(a.Requests) == 0 || a.Requests[len(a.Requests)-1].Turn != o.turn+1 {
 			row := AuditRow{Turn: o.turn + 1, Request: chatlog.Prefix(p.sess.Turns[o.turn].Request),
 				Task: o.task, Confidence: o.conf, Method: o.method, Fallback: o.fallback, Dropped: append([]int{}, dropped...), DroppedAny: []int{}}

@@ -31,17 +31,19 @@ func newLogPlan(s *chatlog.Session, api string) (*logPlan, error) {
 	if len(p.calls) == 0 {
 		return nil, fmt.Errorf("bench: session %s: no user message", s.Name)
 	}
-	// chat.Replay's history: the system prompt, then each turn's request
-	// and messages; the last call holds all of it but the last turn's
-	// messages after its last assistant message.
-	history := p.calls[len(p.calls)-1].Messages
+	// The whole history (chat.ModelCall.From): the system prompt, then
+	// each turn's request and messages, up to the last call's end (a
+	// turn's messages after its last assistant message are never sent).
+	history := []chat.Message{p.calls[0].Messages[0]}
 	p.turn = append(p.turn, -1)
 	for t, turn := range s.Turns {
+		history = append(append(history, chat.Message{Role: chat.RoleUser, Content: turn.Request}), turn.Messages...)
 		for range 1 + len(turn.Messages) {
 			p.turn = append(p.turn, t)
 		}
 	}
-	p.turn = p.turn[:len(history)]
+	n := p.end(len(p.calls) - 1)
+	history, p.turn = history[:n], p.turn[:n]
 	for _, m := range history {
 		b, err := p.known.encode(m)
 		if err != nil {
@@ -51,6 +53,18 @@ func newLogPlan(s *chatlog.Session, api string) (*logPlan, error) {
 		p.keys = append(p.keys, messageKey(m))
 	}
 	return p, nil
+}
+
+// end is where call k's messages end in the whole history: they are its
+// system prompt and history[From:end].
+func (p *logPlan) end(k int) int {
+	return p.calls[k].From + len(p.calls[k].Messages) - 1
+}
+
+// sent reports whether call k sent message h of the whole history: the
+// system prompt, and what follows its last compaction.
+func (p *logPlan) sent(k, h int) bool {
+	return h == 0 || h >= p.calls[k].From && h < p.end(k)
 }
 
 // request returns the index of turn t's request in the history.
@@ -168,7 +182,7 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		body := parts.body(p.messages, len(c.Messages))
+		body := parts.body(p.messages, c.From, p.end(k))
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
 		resp, err := r.post(ctx, proxy+r.opts.path(), sid, u.header(), body[0], body[1])
 		if err != nil {

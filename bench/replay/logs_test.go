@@ -12,6 +12,7 @@ import (
 	benchspec "github.com/rcm-dev/rcm/bench/spec"
 	"github.com/rcm-dev/rcm/internal/chat"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/tidwall/gjson"
 )
 
 // TestLogMeasure: a labelled session of four requests (a task, a second
@@ -216,5 +217,72 @@ func TestLogsProxies(t *testing.T) {
 		if err == nil || res.Completed != 1 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "session "+c.failed+",") {
 			t.Errorf("proxies %v: err %v, completed %d, errors %q: want session %s alone failed", c.proxies, err, res.Completed, res.Errors, c.failed)
 		}
+	}
+}
+
+// TestLogPlanCompacted: after a compaction (Claude Code's summary turn) a
+// call sends the system prompt and the turns from the summary on, as the
+// harness did; what it did not send is neither lost nor dropped by rcm.
+func TestLogPlanCompacted(t *testing.T) {
+	s := &chatlog.Session{Name: "c", Workdir: "/home/user/c",
+		Turns: []chat.Turn{
+			{Request: "add the CSV export", Messages: []chat.Message{chattest.Assistant("Added.")}},
+			{Request: "This session is being continued from a previous conversation.", Compacted: true, Messages: []chat.Message{chattest.Assistant("Continuing.")}},
+			{Request: "now sort it by date", Messages: []chat.Message{chattest.Assistant("Sorted.")}},
+		},
+		Labels: []chatlog.Label{
+			{Task: "T1", Kind: chatlog.KindNew},
+			{Task: "T1", Kind: chatlog.KindMeta},
+			{Task: "T1", Kind: chatlog.KindContinue, Needs: []string{"T1"}},
+		}}
+	p, err := newLogPlan(s, APIChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole history: 0 system, 1 and 2 turn 0, 3 and 4 the summary, 5
+	// turn 2's request.
+	if len(p.messages) != 6 || p.end(0) != 2 || p.end(1) != 4 || p.end(2) != 6 || p.calls[2].From != 3 {
+		t.Fatalf("%d messages, ends %d %d %d", len(p.messages), p.end(0), p.end(1), p.end(2))
+	}
+	parts := newBodyParts("m", APIChat)
+	var sent []string
+	for k, c := range p.calls {
+		b := parts.body(p.messages, c.From, p.end(k))
+		var contents []string
+		for _, m := range gjson.GetBytes(append(append([]byte{}, b[0]...), b[1]...), "messages").Array() {
+			c := m.Get("content").Str
+			if m.Get("role").Str == chat.RoleSystem {
+				c = "" // OpenCode's prompt
+			}
+			contents = append(contents, m.Get("role").Str+":"+c)
+		}
+		sent = append(sent, strings.Join(contents, ","))
+	}
+	summary := s.Turns[1].Request
+	want := []string{"system:,user:add the CSV export",
+		"system:,user:" + summary,
+		"system:,user:" + summary + ",assistant:Continuing.,user:now sort it by date"}
+	if strings.Join(sent, "|") != strings.Join(want, "|") {
+		t.Errorf("bodies\n%s\nwant\n%s", strings.Join(sent, "\n"), strings.Join(want, "\n"))
+	}
+	// The last call forwarded all it sent: turn 0, which it did not send,
+	// is neither lost (though its task is needed) nor dropped.
+	o := logObs{turn: 2, first: true, task: "t1", conf: 0.9, fallback: "none", present: map[string]int{}}
+	for i, h := range []int{0, 3, 4, 5} { // the call's messages in the whole history
+		o.present[p.keys[h]]++
+		if m := p.calls[2].Messages[i]; m.Role == chat.RoleUser {
+			o.texts = append(o.texts, m.Content)
+		}
+	}
+	if p.lost(2, &o) {
+		t.Error("the request before the compaction counts as lost")
+	}
+	obs := []logObs{{turn: 0, first: true, task: "t1", conf: 1, fallback: "none", present: map[string]int{p.keys[0]: 1, p.keys[1]: 1}, texts: []string{"add the CSV export"}},
+		{turn: 1, first: true, task: "t1", conf: 1, fallback: "none", present: map[string]int{p.keys[0]: 1, p.keys[3]: 1}}, o}
+	if r := p.audit(unit{mode: "router", threshold: 0.8}, obs).Requests; len(r[2].Dropped) != 0 || r[2].NeededLost {
+		t.Errorf("audit %+v", r[2])
+	}
+	if _, all, _ := p.measure(obs); all.lost != 0 || all.unneeded != 0 {
+		t.Errorf("%+v", all)
 	}
 }

@@ -344,7 +344,7 @@ func (r *runner) schedule(ctx context.Context, p *plan, sc benchspec.Schedule, u
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		body := parts.body(sp.messages, len(c.Messages))
+		body := parts.body(sp.messages, 1, len(c.Messages))
 		r.opts.Upstream.Enqueue(sid, reply(c.Response))
 		start := time.Now()
 		resp, err := r.post(ctx, r.opts.Proxy+r.opts.path(), sid, u.header(), body[0], body[1])

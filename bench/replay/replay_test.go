@@ -330,7 +330,7 @@ func TestPlanBodiesAndDecoding(t *testing.T) {
 			sp := p.sched[sc]
 			parts := newBodyParts("m", APIChat)
 			for k, c := range sp.calls {
-				b := parts.body(sp.messages, len(c.Messages))
+				b := parts.body(sp.messages, 1, len(c.Messages))
 				body := append(append([]byte{}, b[0]...), b[1]...)
 				var req struct {
 					Model    string
@@ -373,7 +373,7 @@ func BenchmarkForwardedDecoding(b *testing.B) {
 	}
 	sp := p.sched[benchspec.ScheduleSwitch]
 	parts := newBodyParts("m", APIChat)
-	body := parts.body(sp.messages, len(sp.calls[len(sp.calls)-1].Messages))
+	body := parts.body(sp.messages, 1, len(sp.calls[len(sp.calls)-1].Messages))
 	full := append(append([]byte{}, body[0]...), body[1]...)
 	msgs := gjson.GetBytes(full, "messages")
 	for _, known := range []map[string]Forwarded{nil, sp.known.msgs} {

@@ -44,10 +44,11 @@ func writeString(b *bytes.Buffer, s string) {
 // bodyParts are what a schedule's calls send, built as the history grows:
 // the body of call k is head (up to and including its last message) and
 // tail, the same for every call. Appending never changes bytes an earlier
-// call sent.
+// call sent; a compaction starts a new head.
 type bodyParts struct {
 	head, tail []byte
-	n          int // messages in head
+	base       int // head's bytes before the first message
+	n, from    int // head holds msgs[0] and msgs[from:n]
 }
 
 func newBodyParts(model, api string) *bodyParts {
@@ -75,14 +76,25 @@ func newBodyParts(model, api string) *bodyParts {
 	return b
 }
 
-// body returns the request of a call holding the first n of msgs (each
-// message's JSON as the harness sends it), shaped like OpenCode's, as its
-// two parts. Calls come in order: n never shrinks.
-func (b *bodyParts) body(msgs [][]byte, n int) [2][]byte {
+// start makes head the body's opening and the system prompt msgs[0], for a
+// history whose other messages start at msgs[from].
+func (b *bodyParts) start(msgs [][]byte, from int) {
+	if b.base == 0 {
+		b.base = len(b.head)
+	}
+	b.head = append(append(make([]byte, 0, b.base+len(msgs[0])), b.head[:b.base]...), msgs[0]...)
+	b.n, b.from = from, from
+}
+
+// body returns the request of a call holding msgs[0] (the system prompt)
+// and msgs[from:n] (each message's JSON as the API carries it), as head and
+// tail, to be sent one after the other. from is 1 but after a compaction.
+func (b *bodyParts) body(msgs [][]byte, from, n int) [2][]byte {
+	if b.base == 0 || from != b.from {
+		b.start(msgs, from)
+	}
 	for ; b.n < n; b.n++ {
-		if b.n > 0 {
-			b.head = append(b.head, ',')
-		}
+		b.head = append(b.head, ',')
 		b.head = append(b.head, msgs[b.n]...)
 	}
 	return [2][]byte{b.head, b.tail}

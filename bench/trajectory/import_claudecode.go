@@ -67,11 +67,13 @@ func ReadClaudeCode(b []byte, source, task string) (*chat.Trajectory, []Skip, er
 }
 
 // claudeMessage is one message of a Claude Code session: content a string
-// or Anthropic content blocks; ID is the API response's id, when logged.
+// or Anthropic content blocks; ID is the API response's id, when logged;
+// compacted marks a log's compaction summary (see ReadClaudeCodeLog).
 type claudeMessage struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	ID        string          `json:"id"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	compacted bool
 }
 
 // claudeTrajectory converts a session's messages (see ReadClaudeCode);
@@ -89,7 +91,7 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 	for i, m := range msgs {
 		if text, err := contentText(m.Content); err == nil {
 			if m.Role == chat.RoleUser {
-				tr.Turns = append(tr.Turns, chat.Turn{Request: text})
+				tr.Turns = append(tr.Turns, chat.Turn{Request: text, Compacted: m.compacted})
 				turn, asst = &tr.Turns[len(tr.Turns)-1], -1
 				continue
 			}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -130,6 +131,34 @@ func TestClaudeCodeLogParallelCalls(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeLogCompacted: the summary Claude Code logs after a
+// compaction (isCompactSummary, its content a string or text blocks) opens
+// a Compacted turn; the requests before and after it do not.
+func TestClaudeCodeLogCompacted(t *testing.T) {
+	for _, summary := range []string{`"This session is being continued from a previous conversation."`,
+		`[{"type":"text","text":"This session is being continued from a previous conversation."}]`} {
+		log := strings.Join([]string{
+			`{"type":"user","message":{"role":"user","content":"add the CSV export"}}`,
+			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Added."}]}}`,
+			`{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}`,
+			`{"type":"user","isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":` + summary + `}}`,
+			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Continuing."}]}}`,
+			`{"type":"user","message":{"role":"user","content":"now sort it by date"}}`,
+		}, "\n")
+		tr, skips, err := ReadClaudeCodeLog([]byte(log), "c.jsonl", "c")
+		if err != nil || len(skips) > 0 {
+			t.Fatal(err, skips)
+		}
+		var got []string
+		for _, turn := range tr.Turns {
+			got = append(got, fmt.Sprintf("%v", turn.Compacted))
+		}
+		if strings.Join(got, " ") != "false true false" {
+			t.Errorf("%s: compacted %v", summary, got)
+		}
+	}
+}
+
 // FuzzReadClaudeCodeLog: any bytes read as a Claude Code log neither panic
 // nor leave a tool call unanswered, and give fewer messages than bytes.
 func FuzzReadClaudeCodeLog(f *testing.F) {
@@ -141,6 +170,8 @@ func FuzzReadClaudeCodeLog(f *testing.F) {
 		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a","name":"Read","input":{}}]}}` + "\n" +
 		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x"},{"type":"text","text":"n"}]}}` + "\n" +
 		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b","name":"Read","input":{}}]}}`))
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"go"}}` + "\n" +
+		`{"type":"user","isCompactSummary":true,"message":{"role":"user","content":[{"type":"text","text":"summary"}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadClaudeCodeLog(b, "fuzz", "fuzz")
 		if err == nil {

@@ -20,7 +20,9 @@ import (
 // of other types (summaries, snapshots, system notes) are not messages,
 // nor are a subagent's (isSidechain: its prompt is the agent's, not the
 // person's, and the session holds only its result); a subagent's own log
-// (agent-*.jsonl) so has no request (ErrNoRequest).
+// (agent-*.jsonl) so has no request (ErrNoRequest). A compaction's summary
+// (isCompactSummary) is a request whose turn is Compacted: Claude Code
+// sends none of the turns before it again.
 // Workdir is the log's first cwd; without one, as ReadClaudeCode finds it.
 func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var msgs []claudeMessage
@@ -32,6 +34,7 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 			Type      string        `json:"type"`
 			Cwd       string        `json:"cwd"`
 			Sidechain bool          `json:"isSidechain"`
+			Compact   bool          `json:"isCompactSummary"`
 			Message   claudeMessage `json:"message"`
 		}
 		if err := json.Unmarshal(line, &e); err != nil {
@@ -48,6 +51,7 @@ func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip,
 		case chat.RoleAssistant:
 			msgs = append(msgs, e.Message)
 		case chat.RoleUser:
+			e.Message.compacted = e.Compact
 			msgs = append(msgs, userLine(e.Message)...)
 		}
 	}
@@ -87,7 +91,7 @@ func userLine(m claudeMessage) []claudeMessage {
 	}
 	if len(texts) > 0 {
 		raw, _ := json.Marshal(strings.Join(texts, "\n"))
-		out = append(out, claudeMessage{Role: chat.RoleUser, Content: raw})
+		out = append(out, claudeMessage{Role: chat.RoleUser, Content: raw, compacted: m.compacted})
 	}
 	return out
 }

@@ -45,6 +45,11 @@ type Trajectory struct {
 type Turn struct {
 	Request  string
 	Messages []Message
+	// Compacted: the harness compacted its history here (Claude Code's
+	// /compact or auto-compaction): the request is the summary, and from
+	// this turn on the harness sends the system prompt and the turns from
+	// this one, none before it.
+	Compacted bool `json:",omitempty"`
 }
 
 // ModelCall is one model call of a replayed session: the full history the
@@ -53,6 +58,11 @@ type ModelCall struct {
 	Index    int // counts the calls from 0
 	Step     int // the turn's index
 	Messages []Message
+	// From is where Messages[1:] sit in the session's whole history (the
+	// system prompt, then each turn's request and messages, as the last
+	// call of a session that never compacted holds them): 1, or the
+	// index of the last compacted turn's request.
+	From int
 	// Response is the recorded answer; the zero Message when the turn has
 	// no assistant message (a real log's turn the model never answered, an
 	// aider command): the call is then the turn's request alone, so that
@@ -63,25 +73,31 @@ type ModelCall struct {
 // Replay lays turns out as the model calls of one session, as a harness
 // sends them: the system prompt, each turn's request, and the turn's
 // messages; a call ends before each assistant message, which is its
-// Response, and a turn without one still makes one call. Calls share
-// backing arrays; do not modify elements.
+// Response, and a turn without one still makes one call. From a Compacted
+// turn on, the history restarts at the system prompt. Calls share backing
+// arrays; do not modify elements.
 func Replay(system string, turns []Turn) []ModelCall {
 	history := []Message{{Role: RoleSystem, Content: system}}
+	from, whole := 1, 1 // where history[1:] starts in the whole history, and its length
 	var calls []ModelCall
 	for i, turn := range turns {
+		if turn.Compacted && len(history) > 1 {
+			history, from = history[:1:1], whole
+		}
 		history = append(history, Message{Role: RoleUser, Content: turn.Request})
 		n := len(calls)
 		for _, m := range turn.Messages {
 			if m.Role == RoleAssistant {
 				calls = append(calls, ModelCall{Index: len(calls), Step: i,
-					Messages: history[:len(history):len(history)], Response: m})
+					Messages: history[:len(history):len(history)], Response: m, From: from})
 			}
 			history = append(history, m)
 		}
 		if len(calls) == n {
 			at := len(history) - len(turn.Messages) // up to the turn's request
-			calls = append(calls, ModelCall{Index: len(calls), Step: i, Messages: history[:at:at]})
+			calls = append(calls, ModelCall{Index: len(calls), Step: i, Messages: history[:at:at], From: from})
 		}
+		whole += 1 + len(turn.Messages)
 	}
 	return calls
 }

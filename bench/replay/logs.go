@@ -21,6 +21,7 @@ type logPlan struct {
 	sess     *chatlog.Session
 	calls    []chat.ModelCall
 	turn     []int    // per history message: its turn, -1 for the system prompt
+	requests []int    // per turn: the index of its request in the history, -1 past its end
 	messages [][]byte // per history message: its JSON as the harness sends it
 	keys     []string // per history message: messageKey
 	known    *known
@@ -36,13 +37,18 @@ func newLogPlan(s *chatlog.Session, api string) (*logPlan, error) {
 	// turn's messages after its last assistant message are never sent).
 	history := []chat.Message{p.calls[0].Messages[0]}
 	p.turn = append(p.turn, -1)
+	n := p.end(len(p.calls) - 1)
 	for t, turn := range s.Turns {
+		at := len(history)
+		if at >= n {
+			at = -1
+		}
+		p.requests = append(p.requests, at)
 		history = append(append(history, chat.Message{Role: chat.RoleUser, Content: turn.Request}), turn.Messages...)
 		for range 1 + len(turn.Messages) {
 			p.turn = append(p.turn, t)
 		}
 	}
-	n := p.end(len(p.calls) - 1)
 	history, p.turn = history[:n], p.turn[:n]
 	for _, m := range history {
 		b, err := p.known.encode(m)
@@ -67,14 +73,13 @@ func (p *logPlan) sent(k, h int) bool {
 	return h == 0 || h >= p.calls[k].From && h < p.end(k)
 }
 
-// request returns the index of turn t's request in the history.
+// request returns the index of turn t's request in the history, -1 when
+// no call sent it.
 func (p *logPlan) request(t int) int {
-	for i, pt := range p.turn {
-		if pt == t {
-			return i
-		}
+	if t < 0 || t >= len(p.requests) {
+		return -1
 	}
-	return -1
+	return p.requests[t]
 }
 
 // logObs is what one replayed call of a real session showed.

@@ -47,8 +47,8 @@ func writeString(b *bytes.Buffer, s string) {
 // call sent; a compaction starts a new head.
 type bodyParts struct {
 	head, tail []byte
-	base       int // head's bytes before the first message
-	n, from    int // head holds msgs[0] and msgs[from:n]
+	base       int // head's bytes before the first message, set by the first call
+	n, from    int // head holds msgs[0] and msgs[from:n]; n is 0 before the first call
 }
 
 func newBodyParts(model, api string) *bodyParts {
@@ -79,7 +79,7 @@ func newBodyParts(model, api string) *bodyParts {
 // start makes head the body's opening and the system prompt msgs[0], for a
 // history whose other messages start at msgs[from].
 func (b *bodyParts) start(msgs [][]byte, from int) {
-	if b.base == 0 {
+	if b.n == 0 {
 		b.base = len(b.head)
 	}
 	b.head = append(append(make([]byte, 0, b.base+len(msgs[0])), b.head[:b.base]...), msgs[0]...)
@@ -90,7 +90,7 @@ func (b *bodyParts) start(msgs [][]byte, from int) {
 // and msgs[from:n] (each message's JSON as the API carries it), as head and
 // tail, to be sent one after the other. from is 1 but after a compaction.
 func (b *bodyParts) body(msgs [][]byte, from, n int) [2][]byte {
-	if b.base == 0 || from != b.from {
+	if b.n == 0 || from != b.from {
 		b.start(msgs, from)
 	}
 	for ; b.n < n; b.n++ {

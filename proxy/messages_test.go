@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -347,12 +349,7 @@ func TestMessagesCompaction(t *testing.T) {
 		Default: scripted.Reply{Text: "Done."}})
 	srv, h := setup(t, up, nil)
 	hdr := http.Header{"X-Claude-Code-Session-Id": {"cc-compact"}, "X-Rcm-Mode": {"rcm"}}
-	send := func(body []byte) *http.Response {
-		resp := post(t, srv.URL+"/v1/messages?beta=true", body, hdr)
-		io.Copy(io.Discard, resp.Body)
-		h.after.Wait()
-		return resp
-	}
+	send := sendMessages(t, srv, h, hdr)
 	for n := 1; n <= 2; n++ {
 		tasks = append(tasks, send(claudeBody(t, switchRequests[:n], switchDirs)).Header.Get(HeaderTask))
 	}
@@ -408,6 +405,17 @@ func TestMessagesCompaction(t *testing.T) {
 	}
 }
 
+// sendMessages returns a function that posts a Messages body with hdr,
+// reads the answer and waits for the call's writes.
+func sendMessages(t *testing.T, srv *httptest.Server, h *Handler, hdr http.Header) func([]byte) *http.Response {
+	return func(body []byte) *http.Response {
+		resp := post(t, srv.URL+"/v1/messages?beta=true", body, hdr)
+		io.Copy(io.Discard, resp.Body)
+		h.after.Wait()
+		return resp
+	}
+}
+
 func mustSet(t *testing.T, s string) string {
 	t.Helper()
 	out, err := sjson.Set("", "x", s)
@@ -415,4 +423,32 @@ func mustSet(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRouterAfterCompaction: router mode writes no task records, so once
+// Claude Code's compaction replaced the history with its summary, the
+// tasks are known by their names alone. The request after the summary is
+// still scored against them: without a description of any task the
+// router had nothing to route on, and every call of the rest of the
+// session fell back at confidence 0.
+func TestRouterAfterCompaction(t *testing.T) {
+	up := scripted.New(scripted.Script{Default: scripted.Reply{Text: "Done."}})
+	srv, h := setup(t, up, nil)
+	hdr := http.Header{"X-Claude-Code-Session-Id": {"cc-router-compact"}, "X-Rcm-Mode": {"router"}}
+	send := sendMessages(t, srv, h, hdr)
+	task := send(claudeBody(t, []string{"Add a CSV export to the reports page, with one row per invoice"}, nil)).Header.Get(HeaderTask)
+	if task == "" {
+		t.Fatal("no task opened")
+	}
+	cont := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent: a CSV export of the reports page.\n\nContinue the conversation from where it left off."
+	for _, req := range []string{"did you push?", "¿ya hiciste push?"} {
+		body := claudeBody(t, []string{cont, req}, []string{"/home/user/project"})
+		resp := send(body)
+		conf, _ := strconv.ParseFloat(resp.Header.Get(HeaderConfidence), 64)
+		if resp.Header.Get(HeaderTask) != task || conf <= 0 {
+			t.Fatalf("%q after compaction: task %q at %s (fallback %q), want %q scored", req,
+				resp.Header.Get(HeaderTask), resp.Header.Get(HeaderConfidence), resp.Header.Get(HeaderFallback), task)
+		}
+		t.Logf("%q: %s at %.2f, fallback %q", req, task, conf, resp.Header.Get(HeaderFallback))
+	}
 }

@@ -33,6 +33,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	prior := make([]router.Prior, len(fps))
 	var known []string
 	var seeds map[string]string
+	var last string // read after a compaction only: see router.Options.Last
 	if a.session != "" {
 		// Everything the call routes on, in one read transaction; rcm
 		// mode's frozen records too, since which of them it needs depends
@@ -54,8 +55,13 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 			for _, tk := range tasks {
 				known = append(known, tk.ID)
 			}
-			if seeds, err = readSeeds(v, a.session, t); err != nil {
+			if seeds, err = readSeeds(v, a.session, t, tasks); err != nil {
 				return err
+			}
+			if seeds != nil {
+				if last, err = v.LastTask(a.session); err != nil {
+					return fmt.Errorf("load the latest task: %w", err)
+				}
 			}
 			if a.mode == RCM {
 				if a.frozen, err = v.Frozen(a.session, fps); err != nil {
@@ -82,6 +88,7 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 		Task:      r.Header.Get(HeaderTask),
 		Tasks:     known,
 		Seeds:     seeds,
+		Last:      last,
 	})
 	a.clock.routed = time.Now()
 	if err != nil {
@@ -152,8 +159,11 @@ func newLabels(a *assembly) ([]transcript.Fingerprint, []memory.Label) {
 
 // readSeeds describes each task by its record (checkout, requests) once
 // compaction has replaced the history with a summary: the records are then
-// the only account of the tasks the router can match a request against.
-func readSeeds(v *memory.View, session string, t *transcript.Transcript) (map[string]string, error) {
+// the only account of the tasks the router can match a request against. A
+// task with no record (router mode writes none) is described by its name,
+// its first request's first line; without any description the router
+// would have nothing to route on for the rest of the session.
+func readSeeds(v *memory.View, session string, t *transcript.Transcript, tasks []memory.Task) (map[string]string, error) {
 	if !slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
 		return nil, nil
 	}
@@ -161,7 +171,12 @@ func readSeeds(v *memory.View, session string, t *transcript.Transcript) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("load records: %w", err)
 	}
-	seeds := make(map[string]string, len(recs))
+	seeds := make(map[string]string, len(tasks))
+	for _, tk := range tasks {
+		if tk.Name != "" {
+			seeds[tk.ID] = tk.Name
+		}
+	}
 	for _, rec := range recs {
 		var b strings.Builder
 		b.WriteString(rec.Workspace)

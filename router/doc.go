@@ -45,7 +45,8 @@
 //     answered the previous request, a harness's own message (Claude
 //     Code's <command-name>, <local-command-stdout>, its caveat before
 //     local commands' output, "[Request interrupted by user", a loaded
-//     tool's notice, a skill's text) or a bare slash command continues
+//     tool's notice, a skill's text, its <task-notification> that a
+//     background command finished) or a bare slash command continues
 //     that request's task and never opens one. The message after a
 //     command that ran without the model (its output, a notice, aider's
 //     bare /model) is not an addendum to it: it is decided on its own
@@ -82,6 +83,13 @@
 //     continues its guess: with other tasks open, that decision is no
 //     surer than the guess was, so a run of follow-ups after a fallback
 //     falls back too until a return, a new task or a tag places it.
+//   - After compaction: the history holds the summary and the turns
+//     since, so tasks with no turn left are profiled from their seeds
+//     (Options.Seeds: a record's checkout and requests in rcm mode, the
+//     task's name in router mode, which writes no records), and the
+//     request just after the summary continues the task the session was
+//     in when it compacted (Options.Last). The fit has no compacted
+//     session, so these decisions are the model's extrapolation.
 //   - Model: when the above are below the threshold and Config.Model is set,
 //     an OpenAI-compatible model answers {"task", "confidence"}; a timeout or
 //     bad answer keeps the cheap decision, which then falls back.

@@ -71,6 +71,11 @@ type Options struct {
 	// no longer holds (compaction removed them) is profiled from its seed,
 	// so that a request returning to it is routed to it, not to a new task.
 	Seeds map[string]string
+	// Last is the task of the session's latest routed call (from the
+	// store). After a compaction the history holds none of the turns
+	// before its summary, so it is what the request after the summary
+	// continues.
+	Last string
 	// Candidates asks for the current turn's scored candidates in
 	// Plan.Candidates (the fit reads them; routing does not need them).
 	Candidates bool
@@ -130,7 +135,7 @@ func (r *Router) Route(ctx context.Context, t *transcript.Transcript, prior []Pr
 	if opt.Threshold > 0 && opt.Threshold <= 1 {
 		thr = opt.Threshold
 	}
-	s := call{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds, coef: r.coef}
+	s := call{t: t, f: readFrame(t), thr: thr, ds: make([]Decision, len(t.Turns)), byTask: map[string][]int{}, seeds: opt.Seeds, last: opt.Last, coef: r.coef}
 	for _, id := range opt.Tasks {
 		s.noteTask(id)
 	}
@@ -199,6 +204,7 @@ type call struct {
 	tasks  []string         // ids in order of appearance
 	byTask map[string][]int // routed turns of each task, ascending
 	seeds  map[string]string
+	last   string // Options.Last
 	coef   *Coefficients
 	// explain: keep the scored candidates of the turn being classified.
 	explain bool
@@ -268,7 +274,10 @@ func (s *call) classify(i int, header string) Decision {
 	// their answers, so an unanswered request before a return is no sign of
 	// an addendum. Nor is a command that ran without the model (its output,
 	// aider's /model): the request after it is decided on its own.
-	if prev := s.previous(i); i > 0 && prev != "" && (s.interrupts(i) && !ranLocally(s.request(i-1)) || artifact(s.request(i))) {
+	// (The request just after a compaction's summary has no request
+	// before it to continue so: it is scored.)
+	if last, held := s.latest(i); i > 0 && held && (s.interrupts(i) && !ranLocally(s.request(i-1)) || artifact(s.request(i))) {
+		prev := last.Task
 		known := ok && d.Method == MethodWorkspace
 		if (!known || d.Task == prev) && (only == nil || slices.Contains(only, prev)) {
 			return one(prev, s.confidenceOf(prev, i), MethodFollowUp)

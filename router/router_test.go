@@ -239,6 +239,30 @@ func TestSeedsAfterCompaction(t *testing.T) {
 	}
 }
 
+// TestLastAfterCompaction: the request after a compaction's summary
+// continues the task the session was in when it compacted (Options.Last),
+// which the history no longer shows. The coefficients make continuing
+// sure and anything else unlikely, so only a continue candidate routes.
+func TestLastAfterCompaction(t *testing.T) {
+	var c Coefficients
+	c.Continue[fBias], c.Return[fBias], c.New[fBias] = 20, -20, -20
+	r := mustNew(t, Config{Coefficients: &c})
+	tr := chattest.Parse(t, chattest.Body(chattest.System("You are opencode.\n<env>\n  Working directory: /work/shop\n  Is directory a git repo: yes\n</env>"),
+		chattest.User("What did we do so far?"),
+		chattest.Assistant("We added the health endpoint, then started the checkout flow."),
+		chattest.User("did you push?")))
+	opt := Options{Tasks: []string{"t1", "t2"}, Seeds: map[string]string{"t1": "Add a /health endpoint", "t2": "Build a checkout flow"}}
+	p := route(t, r, tr, nil, opt)
+	if !p.Fallback {
+		t.Fatalf("without the session's latest task nothing continues: %+v", p.Current)
+	}
+	opt.Last = "t2"
+	p = route(t, r, tr, nil, opt)
+	if p.Fallback || p.Current.Task != "t2" || p.Current.Method != MethodScored {
+		t.Fatalf("after the summary: %+v fallback=%v, want t2 continued", p.Current, p.Fallback)
+	}
+}
+
 // TestNewTaskAbsorbsFallbacks: a task opened at a turn takes along the
 // turns just before it that fell back, and not those routed before them.
 func TestNewTaskAbsorbsFallbacks(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/internal/str"
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // Heads of the scored model. Each is a logistic regression over the same
@@ -275,10 +276,18 @@ func (s *call) echo(i int, q *query) float64 {
 	return e.matched[0] / e.mass
 }
 
-// previous is the task of the latest labelled request turn before i.
+// previous is the task of the latest labelled request turn before i. When
+// a compaction's summary is all that precedes i, it is the task the
+// session was in when it compacted (Options.Last): the request after the
+// summary continues it as any request continues the one before it.
 func (s *call) previous(i int) string {
-	d, _ := s.latest(i)
-	return d.Task
+	if d, ok := s.latest(i); ok {
+		return d.Task
+	}
+	if s.last != "" && slices.ContainsFunc(s.t.Turns[:i], func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
+		return s.last
+	}
+	return ""
 }
 
 // latest is the decision of the latest labelled request turn before i.

@@ -18,7 +18,8 @@
 //   - ScopeSummary, on later calls, forwards for task z only the summary's
 //     general text and z's section in place of the whole recap (OpenCode's
 //     answer to its recap question, or the summary inside Claude Code's
-//     continuation message, whose framing stays).
+//     continuation message, on whichever wire it comes, whose framing
+//     stays).
 //
 // Fit keeps an Edit's body under a token budget by condensing, then
 // dropping, whole turns before the current one.

@@ -172,8 +172,8 @@ func boundary(rest string) bool {
 // message holding the summary's general text (that outside every task
 // section) and task's section only; when the summary has no section for
 // task, the general text and a note saying so. Claude Code's summary is
-// in the turn's own user message instead, between its framing texts, which
-// stay. It returns false, and the
+// in the turn's own user message instead (on any wire), between its
+// framing texts, which stay. It returns false, and the
 // summary is to be kept whole, when the turn is no Summary turn or the
 // summary has no per-task sections.
 func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[string]string) (map[int][]byte, bool) {
@@ -181,10 +181,8 @@ func ScopeSummary(t *transcript.Transcript, turn int, task string, sections map[
 		return nil, false
 	}
 	tr := t.Turns[turn]
-	if t.Format == transcript.AnthropicMessages {
-		if _, ok := continued(t.Messages[tr.Start].Raw); ok {
-			return scopeContinued(t, tr.Start, task, sections)
-		}
+	if _, ok := continued(t.Messages[tr.Start].Raw); ok {
+		return scopeContinued(t, tr.Start, task, sections)
 	}
 	answer := -1
 	for i := tr.Start + 1; i < tr.End && answer < 0; i++ {
@@ -269,10 +267,8 @@ func SummaryText(t *transcript.Transcript, turn int) string {
 		return ""
 	}
 	tr := t.Turns[turn]
-	if t.Format == transcript.AnthropicMessages {
-		if c, ok := continued(t.Messages[tr.Start].Raw); ok {
-			return c.summary
-		}
+	if c, ok := continued(t.Messages[tr.Start].Raw); ok {
+		return c.summary
 	}
 	for i := tr.Start + 1; i < tr.End; i++ {
 		if t.Messages[i].Role == "assistant" {

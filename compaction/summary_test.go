@@ -9,6 +9,7 @@ import (
 
 	"github.com/rcm-dev/rcm/internal/capture"
 	"github.com/rcm-dev/rcm/internal/chattest"
+	"github.com/rcm-dev/rcm/transcript"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -198,5 +199,33 @@ func TestScopeSummaryKeepsWhole(t *testing.T) {
 	agent := chattest.Parse(t, capture.Body(t, "continue_request"))
 	if _, ok := ScopeSummary(agent, 0, "t1", map[string]string{"t1": "x"}); ok {
 		t.Error("request turn scoped")
+	}
+}
+
+// TestScopeClaudeSummaryOnChat: Claude Code's continuation message, come on
+// the chat wire (Claude Code behind a router that speaks chat completions,
+// or its log replayed as OpenCode), holds the summary: it is what
+// SummaryText reads and ScopeSummary scopes, not the model's answer after
+// it, and Claude Code's framing stays.
+func TestScopeClaudeSummaryOnChat(t *testing.T) {
+	summary := "Shared: one repository.\n\n## Task t1\n- fix parse_range\n\n## Task t2\n- rename --verbose\n"
+	cont := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n" +
+		summary + "\n\nIf you need specific details from before compaction, read the full transcript.\nContinue the conversation from where it left off."
+	body := chattest.Body(chattest.System("You are a coding agent."), chattest.User(cont), chattest.Assistant("## Task t9\nI will go on with parse_range."), chattest.User("did you push?"))
+	tr := chattest.Parse(t, body)
+	if len(tr.Turns) != 2 || tr.Turns[0].Kind != transcript.Summary || tr.Turns[1].Kind != transcript.Request {
+		t.Fatalf("turns %+v", tr.Turns)
+	}
+	if got := SummaryText(tr, 0); got != summary {
+		t.Fatalf("summary text %q", got)
+	}
+	rep, ok := ScopeSummary(tr, 0, "t2", SplitSummary(summary, []string{"t1", "t2"}))
+	if !ok || len(rep) != 1 || rep[1] == nil {
+		t.Fatalf("ok %v, replaced %v", ok, rep)
+	}
+	got := gjson.GetBytes(rep[1], "content").Str
+	if strings.Contains(got, "parse_range") || !strings.Contains(got, "rename --verbose") ||
+		!strings.HasPrefix(got, "This session is being continued") || !strings.HasSuffix(got, "where it left off.") {
+		t.Fatalf("scoped %q", got)
 	}
 }

@@ -21,7 +21,11 @@
 // neutral Transcript, tells the call's kind and where turns open, settles
 // an Edit into a valid request of the format before the shared splice, and
 // reads its answers (Format.ParseReply). A format without an adapter
-// reports ErrUnsupported and the proxy fails open.
+// reports ErrUnsupported and the proxy fails open. A harness's
+// post-compaction recap opens a Summary turn: OpenCode's recap question
+// and its answer, and Claude Code's message holding its summary on any
+// wire (Claude Code behind a router that speaks chat completions sends it
+// there).
 //
 // The Responses adapter (responses*.go) reads "input" items as messages:
 // each item's neutral Role is the part it plays (tool calls and reasoning

@@ -99,16 +99,13 @@ func messagesKind(t *Transcript, _ Hints) Kind {
 
 // opensMessagesTurn: a user message with text opens a turn, unless it
 // begins by answering tool calls (Claude Code's tool_result messages, which
-// may carry text after the results); Claude Code's message holding a
-// compaction's summary opens a Summary turn; OpenCode's own messages follow
-// its chat rule.
+// may carry text after the results); the rest follows the chat rule
+// (Claude Code's message holding a compaction's summary opens a Summary
+// turn).
 func opensMessagesTurn(ms []Message, i int) (TurnKind, string, bool) {
 	m := &ms[i]
 	if m.Role != "user" || strings.TrimSpace(m.text) == "" || firstBlockIs(m.Raw, "tool_result") {
 		return 0, "", false
-	}
-	if strings.HasPrefix(strings.TrimSpace(m.text), continuedPrefix) {
-		return Summary, m.Text(), true
 	}
 	return opensTurn(ms, i)
 }

@@ -68,7 +68,9 @@ func segment(ms []Message, opensTurn func([]Message, int) (TurnKind, string, boo
 // opensTurn is the chat rule: a turn opens at a user request; tool results,
 // synthetic continuation prompts and anything else belong to the turn they
 // follow. OpenCode's post-compaction recap (the question "What did we do so
-// far?" answered by the summary) opens a Summary turn.
+// far?" answered by the summary) opens a Summary turn, and so does Claude
+// Code's message holding its summary, on whichever wire it comes (Claude
+// Code behind a router that speaks chat completions, a replayed log).
 func opensTurn(ms []Message, i int) (TurnKind, string, bool) {
 	m := &ms[i]
 	if m.Role != "user" {
@@ -78,7 +80,8 @@ func opensTurn(ms []Message, i int) (TurnKind, string, bool) {
 	if isContinuation(text) {
 		return 0, "", false
 	}
-	if strings.TrimSpace(text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" {
+	if strings.TrimSpace(text) == recapQuestion && i+1 < len(ms) && ms[i+1].Role == "assistant" ||
+		strings.HasPrefix(strings.TrimSpace(text), continuedPrefix) {
 		return Summary, text, true
 	}
 	return Request, text, true

@@ -28,7 +28,9 @@ type logResults struct {
 		Requests []struct {
 			Turn       int
 			Task       string
+			Confidence float64
 			Method     string
+			Fallback   string
 			Dropped    []int
 			NeededLost bool `json:"needed_lost"`
 		}
@@ -236,5 +238,39 @@ func TestBenchReplaySessionsLeftOut(t *testing.T) {
 	}
 	if !strings.Contains(md, "## Left out or repaired when the logs were read") || !strings.Contains(md, "session 002: turn 2") {
 		t.Errorf("report.md does not list what was left out")
+	}
+}
+
+// TestBenchReplayCompactedLog: a Claude Code log that compacted, replayed
+// in each API and mode: its summary is a Summary turn on every wire (kept,
+// no task, confidence 1), and the request after it is still scored against
+// the session's task, in router mode too, which writes no task records
+// (before, the router had nothing to match it against there, and it fell
+// back at 0, as did every call after it).
+func TestBenchReplayCompactedLog(t *testing.T) {
+	summary := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent: a CSV export of the reports page.\n\nIf you need specific details from before compaction, read the full transcript.\nContinue the conversation from where it left off."
+	line := func(typ, content string, compact bool) string {
+		b, _ := json.Marshal(map[string]any{"type": typ, "cwd": "/home/eve/app", "isCompactSummary": compact,
+			"message": map[string]any{"role": typ, "content": content}})
+		return string(b) + "\n"
+	}
+	dir := writeCorpus(t, map[string]string{"raw/5c0e.jsonl": line("user", "Add a CSV export to the reports page, with one row per invoice", false) +
+		line("assistant", "Added the export.", false) + line("user", summary, true) + line("assistant", "Continuing with the export.", false) +
+		line("user", "did you push?", false) + line("assistant", "Yes.", false)})
+	for _, api := range []string{"chat", "messages", "responses"} {
+		r := replayLogsFor(t, dir, "--modes", "router,rcm", "--thresholds", "0.8", "--api", api)
+		if len(r.Audit) != 2 {
+			t.Fatalf("%s: %d audits", api, len(r.Audit))
+		}
+		for _, a := range r.Audit {
+			q := a.Requests
+			if len(q) != 3 || q[1].Method != "summary" || q[1].Confidence != 1 || q[1].Fallback != "none" {
+				t.Fatalf("%s %s: %+v", api, a.Mode, q)
+			}
+			if q[2].Task != q[0].Task || q[2].Method != "scored" || q[2].Confidence <= 0 {
+				t.Errorf("%s %s: the request after the summary: %+v", api, a.Mode, q[2])
+			}
+			t.Logf("%s %s: %+v", api, a.Mode, q[2])
+		}
 	}
 }

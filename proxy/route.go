@@ -32,8 +32,11 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 	fps := t.Fingerprints()
 	prior := make([]router.Prior, len(fps))
 	var known []string
+	// After a compaction the history no longer shows the tasks: the
+	// router matches them by their seeds and continues the latest.
+	compacted := slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary })
 	var seeds map[string]string
-	var last string // read after a compaction only: see router.Options.Last
+	var last string
 	if a.session != "" {
 		// Everything the call routes on, in one read transaction; rcm
 		// mode's frozen records too, since which of them it needs depends
@@ -55,10 +58,10 @@ func (h *Handler) route(r *http.Request, a *assembly) error {
 			for _, tk := range tasks {
 				known = append(known, tk.ID)
 			}
-			if seeds, err = readSeeds(v, a.session, t, tasks); err != nil {
-				return err
-			}
-			if seeds != nil {
+			if compacted {
+				if seeds, err = readSeeds(v, a.session, tasks); err != nil {
+					return err
+				}
 				if last, err = v.LastTask(a.session); err != nil {
 					return fmt.Errorf("load the latest task: %w", err)
 				}
@@ -157,16 +160,13 @@ func newLabels(a *assembly) ([]transcript.Fingerprint, []memory.Label) {
 	return fps, labels
 }
 
-// readSeeds describes each task by its record (checkout, requests) once
-// compaction has replaced the history with a summary: the records are then
-// the only account of the tasks the router can match a request against. A
-// task with no record (router mode writes none) is described by its name,
-// its first request's first line; without any description the router
-// would have nothing to route on for the rest of the session.
-func readSeeds(v *memory.View, session string, t *transcript.Transcript, tasks []memory.Task) (map[string]string, error) {
-	if !slices.ContainsFunc(t.Turns, func(tn transcript.Turn) bool { return tn.Kind == transcript.Summary }) {
-		return nil, nil
-	}
+// readSeeds describes each task by its record (checkout, requests), for a
+// call whose history compaction has replaced with a summary: the records
+// are then the only account of the tasks the router can match a request
+// against. A task with no record (router mode writes none) is described by
+// its name, its first request's first line; without any description the
+// router would have nothing to route on for the rest of the session.
+func readSeeds(v *memory.View, session string, tasks []memory.Task) (map[string]string, error) {
 	recs, err := v.Records(session)
 	if err != nil {
 		return nil, fmt.Errorf("load records: %w", err)

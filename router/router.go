@@ -274,10 +274,10 @@ func (s *call) classify(i int, header string) Decision {
 	// their answers, so an unanswered request before a return is no sign of
 	// an addendum. Nor is a command that ran without the model (its output,
 	// aider's /model): the request after it is decided on its own.
-	// (The request just after a compaction's summary has no request
-	// before it to continue so: it is scored.)
-	if last, held := s.latest(i); i > 0 && held && (s.interrupts(i) && !ranLocally(s.request(i-1)) || artifact(s.request(i))) {
-		prev := last.Task
+	// The request just after a compaction's summary has no request before
+	// it in the history to continue so: it is scored.
+	if pd, held := s.latest(i); i > 0 && held && (s.interrupts(i) && !ranLocally(s.request(i-1)) || artifact(s.request(i))) {
+		prev := pd.Task
 		known := ok && d.Method == MethodWorkspace
 		if (!known || d.Task == prev) && (only == nil || slices.Contains(only, prev)) {
 			return one(prev, s.confidenceOf(prev, i), MethodFollowUp)

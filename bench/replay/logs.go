@@ -203,7 +203,7 @@ func (r *runner) logUnit(ctx context.Context, p *logPlan, u unit) ([]logObs, err
 		o := logObs{turn: c.Step, first: k == 0 || p.calls[k-1].Step != c.Step,
 			task: resp.Get("X-RCM-Task"), fallback: resp.Get("X-RCM-Fallback"),
 			sent: len(body[0]) + len(body[1]), fwd: len(got[0].Body), present: map[string]int{}}
-		if h := resp.Get("X-RCM-Confidence"); h != "" { // a summary's decision has no task, and a confidence
+		if h := resp.Get("X-RCM-Confidence"); h != "" { // a summary's decision has one but no task
 			o.conf, _ = strconv.ParseFloat(h, 64)
 		}
 		for _, f := range p.known.parse(gjson.GetBytes(got[0].Body, r.opts.member())) {

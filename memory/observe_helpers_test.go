@@ -33,7 +33,7 @@ func miniSWE(t testing.TB, name string) *chat.Trajectory {
 // answer (returned as a chat.completion object).
 func sessionCalls(t testing.TB, tr *chat.Trajectory) (bodies [][]byte, replies [][]byte) {
 	t.Helper()
-	for _, c := range chat.Replay("You are opencode.", tr.Turns) {
+	for _, c := range chat.Lay("You are opencode.", tr.Turns).Calls {
 		if c.Response.Role == "" {
 			continue // a turn with no recorded answer
 		}

@@ -13,7 +13,16 @@ func parseChat(body []byte) (*Transcript, error) {
 }
 
 // chatItem reads a chat message (see readMessage).
-func chatItem(m *Message, rest string) (int, error) { return readMessage(m, rest, chatField) }
+func chatItem(m *Message, rest string) (int, error) {
+	n, err := readMessage(m, rest, chatField)
+	if err == nil && m.Role == "user" && codexInjected(m.Text()) {
+		// Codex speaks chat completions too (a provider's wire_api
+		// "chat"): its context and summary are what they are on the
+		// Responses wire.
+		m.Role = "developer"
+	}
+	return n, err
+}
 
 // parseArray reads the "messages" array of a JSON object body of format f,
 // each element through item.

@@ -31,6 +31,9 @@
 // each item's neutral Role is the part it plays (tool calls and reasoning
 // are "assistant", outputs "tool", what the harness injects for every task
 // "developer"), so that turns, Keep and the records work on it unchanged.
+// Codex's injected user messages (its environment context, instructions
+// and post-compaction summary) are "developer" on the chat wire too, which
+// Codex speaks to a provider whose wire_api is "chat".
 // Conversation expands the chained frames of its WebSocket mode.
 //
 // Caveats: a Transcript aliases the body it was parsed from (Message.Raw and

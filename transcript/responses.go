@@ -132,12 +132,10 @@ func responsesItem(m *Message, rest string) (int, error) {
 // Summaries returns the indexes of the messages that carry a
 // post-compaction summary for every task outside a Summary turn: Codex's
 // "Another language model started ..." message, which comes after the
-// request it precedes in time and so opens no turn.
+// request it precedes in time and so opens no turn (on the Responses and
+// the chat wire).
 func (t *Transcript) Summaries() []int {
 	var out []int
-	if t.Format != OpenAIResponses {
-		return nil
-	}
 	for i := range t.Messages {
 		m := &t.Messages[i]
 		if m.Role == "developer" && gjson.GetBytes(m.Raw, "role").Str == "user" &&

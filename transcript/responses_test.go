@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -345,5 +346,38 @@ func TestCodexRepos(t *testing.T) {
 		if !ok || strings.Join(roots, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: %v %v, want %v", name, roots, ok, want)
 		}
+	}
+}
+
+// TestChatCodexContext: Codex on the chat wire (a provider's wire_api
+// "chat"), after a compaction: its environment context and summary are
+// developer messages, kept with every turn and opening none, and the
+// summary is one of Summaries, as on the Responses wire.
+func TestChatCodexContext(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[
+{"role":"system","content":"You are Codex."},
+{"role":"user","content":"<environment_context>\n  <cwd>/home/user/project</cwd>\n</environment_context>"},
+{"role":"user","content":"Fix the date parser."},
+{"role":"user","content":"Another language model started to solve this problem and produced a summary of its thinking process.\nThe parser is fixed."},
+{"role":"user","content":"Now add an LRU cache."}]}`)
+	tr, err := Parse(OpenAIChat, body, Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range tr.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, " "); got != "system developer user developer user" {
+		t.Errorf("roles %s", got)
+	}
+	if len(tr.Turns) != 2 || tr.Turns[0].Kind != Request || tr.Turns[1].Kind != Request || tr.Messages[tr.Turns[1].Start].Text() != "Now add an LRU cache." {
+		t.Errorf("turns %+v", tr.Turns)
+	}
+	if got := tr.Summaries(); len(got) != 1 || got[0] != 3 {
+		t.Errorf("summaries %v, want [3]", got)
+	}
+	if kept := tr.Keep([]int{1}); !slices.Contains(kept, 3) || !slices.Contains(kept, 1) || slices.Contains(kept, 2) {
+		t.Errorf("keeping the last turn keeps %v", kept)
 	}
 }

@@ -385,12 +385,12 @@ func ownWorkdir(turns []chat.Turn, def string) string {
 	return common
 }
 
-// Calls lays the session out as its model calls, each the system prompt,
+// Lay lays the session out as its model calls, each the system prompt,
 // the history so far (since the last compaction) and the recorded
-// assistant message answering it (see chat.Replay: a turn with no answer
-// makes one call with an empty Response).
-func (s *Session) Calls(system string) []chat.ModelCall {
-	return chat.Replay(system, s.Turns)
+// assistant message answering it, and the whole history they index (see
+// chat.Lay: a turn with no answer makes one call with an empty Response).
+func (s *Session) Lay(system string) chat.Layout {
+	return chat.Lay(system, s.Turns)
 }
 
 // Tag writes into each labelled request of the given kinds the tag a

@@ -247,7 +247,7 @@ not json
 	if got := summary(s.Turns[0].Messages); got != "assistant read:/home/ana/shop/login.ts | tool | assistant" {
 		t.Errorf("turn 1: %s", got)
 	}
-	if calls := s.Calls("sys"); len(calls) != 4 || calls[2].Response.Role != "" {
+	if calls := s.Lay("sys").Calls; len(calls) != 4 || calls[2].Response.Role != "" {
 		t.Errorf("%d calls", len(calls))
 	}
 }
@@ -430,7 +430,7 @@ func TestAiderClear(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The replay of a later conversation opens with its own first request.
-	if c := ss[1].Calls("system"); len(c[0].Messages) != 2 || c[0].Messages[1].Content != "/tokens" {
+	if c := ss[1].Lay("system").Calls; len(c[0].Messages) != 2 || c[0].Messages[1].Content != "/tokens" {
 		t.Errorf("031.2's first call: %+v", c[0].Messages)
 	}
 	// Without labels the same cuts are made.

@@ -31,8 +31,10 @@
 // that says so. A file aider added to the chat is a read; after /clear
 // aider still sends the files in its chat, but the new conversation holds
 // no read of those added before it. In a compacted Claude Code log the
-// summary's turn is Compacted (chat.Turn): Session.Calls sends only it and
-// what follows from then on, as Claude Code did.
+// summary's turn is rebuilt at its request (chat.Rebuild): Session.Lay
+// sends only it and what follows from then on, as Claude Code did; a
+// Codex rollout's compacted line rebuilds the history where it stands,
+// with the person's messages and the summary Codex sent in its place.
 // Aider's whole-file edits are told from plain code blocks only when aider
 // confirms the file was edited ("> Applied edit to"). Parsers never panic
 // on outside input; what they cannot place stays text.

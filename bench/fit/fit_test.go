@@ -156,12 +156,12 @@ func TestDefaults(t *testing.T) {
 // history) is refused with the turn named, not simulated as if whole.
 func TestRealCompacted(t *testing.T) {
 	l := chatlog.Session{Name: "c", Repo: "eve/c",
-		Turns:  []chat.Turn{{Request: "add the export"}, {Request: "This session is being continued...", Compacted: true}},
+		Turns:  []chat.Turn{{Request: "add the export"}, {Request: "This session is being continued...", Rebuilt: []chat.Rebuild{{}}}},
 		Labels: []chatlog.Label{{Task: "T1", Kind: chatlog.KindNew}, {Task: "T1", Kind: chatlog.KindMeta}}}
 	if _, err := Real([]chatlog.Session{l}); err == nil || !strings.Contains(err.Error(), "c: turn 2") {
 		t.Errorf("err %v, want turn 2 named", err)
 	}
-	l.Turns[1].Compacted = false
+	l.Turns[1].Rebuilt = nil
 	if ss, err := Real([]chatlog.Session{l}); err != nil || len(ss) != 1 {
 		t.Errorf("%v, %v", ss, err)
 	}

@@ -75,7 +75,7 @@ func Real(logs []chatlog.Session) ([]*Session, error) {
 		if len(l.Labels) != len(l.Turns) {
 			return nil, fmt.Errorf("fit: %s: %d labels for %d turns", l.Name, len(l.Labels), len(l.Turns))
 		}
-		if i := slices.IndexFunc(l.Turns, func(t chat.Turn) bool { return t.Compacted }); i >= 0 {
+		if i := slices.IndexFunc(l.Turns, func(t chat.Turn) bool { return t.Compacted() }); i >= 0 {
 			// Simulate replays whole histories; a compacted one is not.
 			return nil, fmt.Errorf("fit: %s: turn %d is a compaction's summary: the fit takes no compacted log", l.Name, i+1)
 		}

@@ -219,7 +219,10 @@ func (p *logPlan) lost(k int, o *logObs) bool {
 	for j := range o.turn {
 		lj := p.sess.Labels[j]
 		text := strings.TrimSpace(p.sess.Turns[j].Request)
-		if lj.Kind == chatlog.KindMeta || text == "" || !slices.Contains(l.Needs, lj.Task) || !p.sent(k, p.request(j)) {
+		if lj.Kind == chatlog.KindMeta || text == "" || !slices.Contains(l.Needs, lj.Task) {
+			continue
+		}
+		if _, sent := p.sentRequest(k, j); !sent {
 			continue
 		}
 		if !slices.ContainsFunc(o.texts, func(t string) bool { return strings.Contains(t, text) }) {
@@ -309,7 +312,7 @@ func (p *logPlan) audit(u unit, obs []logObs) Audit {
 		var dropped []int
 		kept := p.kept(k, o)
 		for j := range o.turn {
-			if h := p.request(j); h >= 0 && p.sent(k, h) && !kept[h] {
+			if h, sent := p.sentRequest(k, j); sent && !kept[h] {
 				dropped = append(dropped, j+1)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/rcm-dev/rcm/bench/chatlog"
@@ -22,34 +23,35 @@ type logPlan struct {
 	calls    []chat.ModelCall
 	turn     []int    // per history message: its turn, -1 for the system prompt
 	requests []int    // per turn: the index of its request in the history, -1 past its end
+	copies   [][]int  // per turn: where a rebuilt history (Codex's compaction) repeats its request
 	messages [][]byte // per history message: its JSON as the harness sends it
 	keys     []string // per history message: messageKey
 	known    *known
 }
 
 func newLogPlan(s *chatlog.Session, api string) (*logPlan, error) {
-	p := &logPlan{sess: s, calls: s.Calls(benchspec.OpenCodeSystem(s.Workdir, true)), known: newKnown(api)}
+	l := s.Lay(benchspec.OpenCodeSystem(s.Workdir, true))
+	p := &logPlan{sess: s, calls: l.Calls, known: newKnown(api)}
 	if len(p.calls) == 0 {
 		return nil, fmt.Errorf("bench: session %s: no user message", s.Name)
 	}
-	// The whole history (chat.ModelCall.From): the system prompt, then
-	// each turn's request and messages, up to the last call's end (a
-	// turn's messages after its last assistant message are never sent).
-	history := []chat.Message{p.calls[0].Messages[0]}
-	p.turn = append(p.turn, -1)
+	// The whole history (chat.ModelCall.From), up to the last call's end
+	// (a turn's messages after its last assistant message are never sent).
 	n := p.end(len(p.calls) - 1)
-	for t, turn := range s.Turns {
-		at := len(history)
+	history := l.History[:n]
+	p.turn = l.Turn[:n]
+	for _, at := range l.Request {
 		if at >= n {
 			at = -1
 		}
 		p.requests = append(p.requests, at)
-		history = append(append(history, chat.Message{Role: chat.RoleUser, Content: turn.Request}), turn.Messages...)
-		for range 1 + len(turn.Messages) {
-			p.turn = append(p.turn, t)
+	}
+	p.copies = make([][]int, len(s.Turns))
+	for h, t := range p.turn {
+		if t >= 0 && h != p.requests[t] && history[h].Role == chat.RoleUser && history[h].Content == s.Turns[t].Request {
+			p.copies[t] = append(p.copies[t], h)
 		}
 	}
-	history, p.turn = history[:n], p.turn[:n]
 	for _, m := range history {
 		b, err := p.known.encode(m)
 		if err != nil {
@@ -80,6 +82,20 @@ func (p *logPlan) request(t int) int {
 		return -1
 	}
 	return p.requests[t]
+}
+
+// sentRequest returns where call k sent turn t's request: the request, or
+// its latest copy in a rebuilt history; false when the call sent neither.
+func (p *logPlan) sentRequest(k, t int) (int, bool) {
+	if t >= 0 && t < len(p.copies) {
+		for _, h := range slices.Backward(p.copies[t]) {
+			if p.sent(k, h) {
+				return h, true
+			}
+		}
+	}
+	h := p.request(t)
+	return h, h >= 0 && p.sent(k, h)
 }
 
 // logObs is what one replayed call of a real session showed.

@@ -227,7 +227,7 @@ func TestLogPlanCompacted(t *testing.T) {
 	s := &chatlog.Session{Name: "c", Workdir: "/home/user/c",
 		Turns: []chat.Turn{
 			{Request: "add the CSV export", Messages: []chat.Message{chattest.Assistant("Added.")}},
-			{Request: "This session is being continued from a previous conversation.", Compacted: true, Messages: []chat.Message{chattest.Assistant("Continuing.")}},
+			{Request: "This session is being continued from a previous conversation.", Rebuilt: []chat.Rebuild{{}}, Messages: []chat.Message{chattest.Assistant("Continuing.")}},
 			{Request: "now sort it by date", Messages: []chat.Message{chattest.Assistant("Sorted.")}},
 		},
 		Labels: []chatlog.Label{
@@ -284,5 +284,68 @@ func TestLogPlanCompacted(t *testing.T) {
 	}
 	if _, all, _ := p.measure(obs); all.lost != 0 || all.unneeded != 0 {
 		t.Errorf("%+v", all)
+	}
+}
+
+// TestLogPlanRebuilt: after Codex compacts inside a turn, its calls send
+// the person's earlier requests again and the summary; a request needed
+// there is lost when rcm drops its copy, and the copies count as the
+// bytes of their own turns (the summary as no turn's).
+func TestLogPlanRebuilt(t *testing.T) {
+	summary := chattest.User("Another language model started to solve this problem... The export is done.")
+	s := &chatlog.Session{Name: "x", Workdir: "/home/user/x",
+		Turns: []chat.Turn{
+			{Request: "add the CSV export", Messages: []chat.Message{chattest.Assistant("Added.")}},
+			{Request: "fix the login redirect", Messages: []chat.Message{chattest.ToolCall("c1", "bash", "{}"), chattest.ToolResult("c1", "ok"), chattest.Assistant("Fixed.")},
+				Rebuilt: []chat.Rebuild{{At: 2, History: []chat.Message{chattest.User("add the CSV export"), chattest.User("fix the login redirect"), summary}}}},
+			{Request: "back to the export: sort it by date", Messages: []chat.Message{chattest.Assistant("Sorted.")}},
+		},
+		Labels: []chatlog.Label{
+			{Task: "T1", Kind: chatlog.KindNew},
+			{Task: "T2", Kind: chatlog.KindNew},
+			{Task: "T1", Kind: chatlog.KindReturn, Needs: []string{"T1"}},
+		}}
+	p, err := newLogPlan(s, APIChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0 system; 1, 2 turn 0; 3, 4 turn 1's request and call; 5, 6, 7 the
+	// rebuilt history; 8, 9 turn 1's result and answer; 10 turn 2's request.
+	if !slices.Equal(p.turn, []int{-1, 0, 0, 1, 1, 0, 1, -1, 1, 1, 2}) || p.calls[3].From != 5 || !slices.Equal(p.copies[0], []int{5}) {
+		t.Fatalf("turns %v, last call from %d, copies %v", p.turn, p.calls[3].From, p.copies)
+	}
+	last := len(p.calls) - 1
+	obs := func(hs ...int) logObs {
+		o := logObs{turn: 2, first: true, task: "t1", conf: 0.9, fallback: "none", present: map[string]int{}}
+		o.present[p.keys[0]]++
+		for _, h := range hs {
+			o.present[p.keys[h]]++
+			if m := p.calls[last].Messages[h-p.calls[last].From+1]; m.Role == chat.RoleUser {
+				o.texts = append(o.texts, m.Content)
+			}
+		}
+		return o
+	}
+	whole, dropped := obs(5, 6, 7, 8, 9, 10), obs(7, 8, 9, 10)
+	if p.lost(last, &whole) || !p.lost(last, &dropped) {
+		t.Errorf("lost: %v with the copy forwarded, %v without it", p.lost(last, &whole), p.lost(last, &dropped))
+	}
+	firsts := []logObs{{turn: 0, first: true, task: "t1", conf: 1, fallback: "none", present: map[string]int{p.keys[0]: 1, p.keys[1]: 1}, texts: []string{"add the CSV export"}},
+		{turn: 1, first: true, task: "t2", conf: 1, fallback: "none", present: map[string]int{p.keys[0]: 1, p.keys[3]: 1}, texts: []string{"fix the login redirect"}},
+		{turn: 1, task: "t2", conf: 1, fallback: "none", present: map[string]int{p.keys[0]: 1, p.keys[7]: 1, p.keys[9]: 1}}}
+	if r := p.audit(unit{mode: "router", threshold: 0.8}, append(firsts, dropped)).Requests; !slices.Equal(r[2].Dropped, []int{1, 2}) || !r[2].NeededLost {
+		t.Errorf("audit %+v", r[2])
+	}
+	// Unneeded: turn 0 at turn 1's calls (1 and 2, then its copy 5);
+	// at the return, turn 1's copy 6 and its messages 8 and 9, which it
+	// kept. The summary (7) is no turn's.
+	n := func(hs ...int) (b int) {
+		for _, h := range hs {
+			b += len(p.messages[h])
+		}
+		return b
+	}
+	if _, all, _ := p.measure(append(firsts, dropped)); all.unneeded != n(1, 2, 5, 6, 8, 9) || all.dropped != n(1, 2, 5, 6) {
+		t.Errorf("unneeded %d, dropped %d, want %d and %d", all.unneeded, all.dropped, n(1, 2, 5, 6, 8, 9), n(1, 2, 5, 6))
 	}
 }

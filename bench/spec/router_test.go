@@ -44,7 +44,7 @@ func TestSWETogetherStaysOneTask(t *testing.T) {
 			for _, s := range skips {
 				t.Logf("import: %s", s)
 			}
-			calls := chat.Replay("You are a coding agent.", tr.Turns)
+			calls := chat.Lay("You are a coding agent.", tr.Turns).Calls
 			if len(calls) == 0 {
 				t.Fatal("no calls")
 			}

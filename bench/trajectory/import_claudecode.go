@@ -91,7 +91,10 @@ func claudeTrajectory(msgs []claudeMessage, skips []Skip, source, task string) (
 	for i, m := range msgs {
 		if text, err := contentText(m.Content); err == nil {
 			if m.Role == chat.RoleUser {
-				tr.Turns = append(tr.Turns, chat.Turn{Request: text, Compacted: m.compacted})
+				tr.Turns = append(tr.Turns, chat.Turn{Request: text})
+				if m.compacted { // the history restarts at the summary
+					tr.Turns[len(tr.Turns)-1].Rebuilt = []chat.Rebuild{{}}
+				}
 				turn, asst = &tr.Turns[len(tr.Turns)-1], -1
 				continue
 			}

@@ -151,7 +151,7 @@ func TestClaudeCodeLogCompacted(t *testing.T) {
 		}
 		var got []string
 		for _, turn := range tr.Turns {
-			got = append(got, fmt.Sprintf("%v", turn.Compacted))
+			got = append(got, fmt.Sprintf("%v", turn.Compacted()))
 		}
 		if strings.Join(got, " ") != "false true false" {
 			t.Errorf("%s: compacted %v", summary, got)
@@ -190,8 +190,27 @@ func checkReadLog(t *testing.T, tr *chat.Trajectory, b []byte) {
 			t.Fatalf("turn %d: %v", i, err)
 		}
 		messages += 1 + len(turn.Messages)
+		at := 0
+		for _, r := range turn.Rebuilt {
+			if r.At < at || r.At > 1+len(turn.Messages) {
+				t.Fatalf("turn %d: rebuilt at %d, after %d, of %d messages", i, r.At, at, len(turn.Messages))
+			}
+			at = r.At
+		}
 	}
 	if messages > len(b) {
 		t.Fatalf("%d messages from %d bytes", messages, len(b))
+	}
+	// Every call is valid, and the whole history's stretch its From says.
+	l := chat.Lay("sys", tr.Turns)
+	for _, c := range l.Calls {
+		if err := ValidateMessages(c.Messages[1:]); err != nil {
+			t.Fatalf("call %d: %v", c.Index, err)
+		}
+		for k, m := range c.Messages[1:] {
+			if h := l.History[c.From+k]; h.Role != m.Role || h.Content != m.Content {
+				t.Fatalf("call %d message %d is not the history's %d", c.Index, k+1, c.From+k)
+			}
+		}
 	}
 }

@@ -21,8 +21,8 @@ import (
 // nor are a subagent's (isSidechain: its prompt is the agent's, not the
 // person's, and the session holds only its result); a subagent's own log
 // (agent-*.jsonl) so has no request (ErrNoRequest). A compaction's summary
-// (isCompactSummary) is a request whose turn is Compacted: Claude Code
-// sends none of the turns before it again.
+// (isCompactSummary) is a request whose turn is rebuilt at its request
+// (chat.Rebuild): Claude Code sends none of the turns before it again.
 // Workdir is the log's first cwd; without one, as ReadClaudeCode finds it.
 func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	var msgs []claudeMessage

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/internal/chat"
 )
@@ -22,6 +23,9 @@ type codexItem struct {
 	Output    json.RawMessage `json:"output"`
 	Message   string          `json:"message"`
 	Cwd       string          `json:"cwd"`
+	// Replacement is a compacted line's replacement_history: the
+	// history as Codex rebuilt it, in the versions that log it.
+	Replacement json.RawMessage `json:"replacement_history"`
 }
 
 // ReadCodexLog converts a Codex CLI session log
@@ -34,14 +38,18 @@ type codexItem struct {
 // apply_patch one edit (or write, for an added file) per file with the
 // patch's old and new lines, other tools keep their name and arguments;
 // their outputs become role "tool" messages. Reasoning is dropped, as for
-// Claude Code. Workdir is the session's cwd. Lines that are not JSON are
-// reported and skipped.
+// Claude Code. A compacted line rebuilds the history where it stands
+// (chat.Rebuild, codexRebuilt): Codex sends the rebuilt one from then on.
+// Workdir is the session's cwd. Lines that are not JSON are reported and
+// skipped.
 func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
 	tr := &chat.Trajectory{Task: task, Format: "codex"}
 	var skips []Skip
 	var turn *chat.Turn
 	var asst *chat.Message
 	ids := map[string][]string{} // a call's id -> the ids of the calls it became
+	var users []string           // the person's messages the history holds (codexRebuilt)
+	cuts := map[int][]codexCut{} // per turn, its compactions
 	log := newJSONL(b)
 	for n, line := range log.lines() {
 		var e struct {
@@ -59,6 +67,15 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 		if e.Type == "event_msg" && p.Type == "user_message" {
 			tr.Turns = append(tr.Turns, chat.Turn{Request: p.Message})
 			turn, asst = &tr.Turns[len(tr.Turns)-1], nil
+			users = append(users, p.Message)
+			continue
+		}
+		if e.Type == "compacted" && turn != nil { // before any request there is no history to rebuild
+			var hist []chat.Message
+			hist, users = codexRebuilt(p, users)
+			i := len(tr.Turns) - 1
+			cuts[i] = append(cuts[i], codexCut{at: len(turn.Messages), history: hist})
+			asst = nil
 			continue
 		}
 		if e.Type != "response_item" || turn == nil {
@@ -103,10 +120,100 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 		return nil, skips, fmt.Errorf("%s: %w", source, ErrNoRequest)
 	}
 	for i := range tr.Turns {
+		// Each stretch between compactions is tidied on its own, so that
+		// a rebuild stays where it was among the messages left.
 		t := &tr.Turns[i]
-		t.Messages, _ = closeCalls(dropEmptyAssistant(t.Messages))
+		var out []chat.Message
+		from := 0
+		for _, c := range cuts[i] {
+			seg, _ := closeCalls(dropEmptyAssistant(t.Messages[from:c.at]))
+			out = append(out, seg...)
+			t.Rebuilt = append(t.Rebuilt, chat.Rebuild{At: 1 + len(out), History: c.history})
+			from = c.at
+		}
+		seg, _ := closeCalls(dropEmptyAssistant(t.Messages[from:]))
+		t.Messages = append(out, seg...)
 	}
 	return tr, skips, nil
+}
+
+// codexCut is a compacted line within a turn: after the turn's first at
+// messages, the history Codex rebuilt.
+type codexCut struct {
+	at      int
+	history []chat.Message
+}
+
+// Codex's compaction (codex-rs core/src/compact.rs): the prefix it sends
+// its summary with, and the budget of the person's messages it keeps.
+const (
+	codexSummaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process. You also have access to the state of the tools that were used by that language model. Use this to build on the work that has already been done and avoid duplicating work. Here is the summary produced by the other language model, use the information in this summary to  assist with your own analysis:"
+	codexKeptTokens    = 20000 // COMPACT_USER_MESSAGE_MAX_TOKENS
+	codexTokenBytes    = 4     // its approx_token_count: 4 bytes a token
+)
+
+// codexRebuilt is the history Codex sends after a compacted line, as it
+// rebuilds it when it resumes a session: the line's replacement_history
+// (its user and assistant messages) when it holds one; else the person's
+// messages the history held (users), the newest that fit in Codex's budget
+// (the oldest of them cut in the middle), then the summary, with Codex's
+// prefix. It also returns the person's messages the rebuilt history holds.
+func codexRebuilt(p codexItem, users []string) ([]chat.Message, []string) {
+	var items []codexItem
+	if json.Unmarshal(p.Replacement, &items) == nil && items != nil {
+		var hist []chat.Message
+		var kept []string
+		for _, it := range items {
+			text := codexText(it.Content)
+			if it.Type != "message" || text == "" || it.Role != chat.RoleUser && it.Role != chat.RoleAssistant {
+				continue
+			}
+			hist = append(hist, chat.Message{Role: it.Role, Content: text})
+			if it.Role == chat.RoleUser && !strings.HasPrefix(text, codexSummaryPrefix) {
+				kept = append(kept, text)
+			}
+		}
+		return hist, kept
+	}
+	var kept []string
+	left := codexKeptTokens
+	for i := len(users) - 1; i >= 0 && left > 0; i-- {
+		u := users[i]
+		n := (len(u) + codexTokenBytes - 1) / codexTokenBytes
+		if n > left {
+			u = middleCut(u, left*codexTokenBytes, n-left)
+		}
+		kept = append([]string{u}, kept...)
+		left -= n
+	}
+	summary := p.Message
+	switch {
+	case summary == "":
+		summary = "(no summary available)" // what Codex sends then
+	case !strings.HasPrefix(summary, codexSummaryPrefix):
+		summary = codexSummaryPrefix + "\n" + summary
+	}
+	hist := make([]chat.Message, 0, len(kept)+1)
+	for _, u := range kept {
+		hist = append(hist, chat.Message{Role: chat.RoleUser, Content: u})
+	}
+	return append(hist, chat.Message{Role: chat.RoleUser, Content: summary}), kept
+}
+
+// middleCut keeps the first and last of size bytes of s (on rune
+// boundaries) around a note of the tokens left out, as Codex truncates.
+func middleCut(s string, size, dropped int) string {
+	if size >= len(s) {
+		return s
+	}
+	head, tail := size/2, len(s)-size/2
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s…%d tokens truncated…%s", s[:head], dropped, s[tail:])
 }
 
 // codexText joins the text parts of a message's content.

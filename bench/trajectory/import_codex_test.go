@@ -68,10 +68,84 @@ func TestReadCodexLog(t *testing.T) {
 func FuzzReadCodexLog(f *testing.F) {
 	f.Add([]byte(codexRollout))
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Update File: a\n-\n+\n x"}}`))
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c"}}` + "\n" + `{"type":"compacted","payload":{"message":"s","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}]}}` + "\n" + `{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"o"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadCodexLog(b, "fuzz", "fuzz")
 		if err == nil {
 			checkReadLog(t, tr, b)
 		}
 	})
+}
+
+// TestReadCodexLogCompacted: a compacted line rebuilds the history where it
+// stands, as Codex does: inside a turn (auto-compaction between two model
+// calls) the turn's later calls send the person's messages and the
+// summary; a line holding replacement_history sends that history; a line
+// with neither sends Codex's placeholder. Requests stay the person's: the
+// labels, which count user messages, still match.
+func TestReadCodexLogCompacted(t *testing.T) {
+	head := `{"type":"session_meta","payload":{"id":"019a","cwd":"/home/eve/shop"}}
+{"type":"event_msg","payload":{"type":"user_message","message":"fix the cart total"}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fixed."}]}}
+{"type":"event_msg","payload":{"type":"user_message","message":"now the tax"}}
+{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":\"grep -n tax cart.py\"}","call_id":"c1"}}
+{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"3: tax = 0"}}
+`
+	tail := `
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Tax added."}]}}
+{"type":"event_msg","payload":{"type":"user_message","message":"commit"}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Committed."}]}}
+`
+	for _, c := range []struct {
+		name, line string
+		want       []string // the rebuilt history
+	}{
+		{"summary", `{"type":"compacted","payload":{"message":"` + codexSummaryPrefix + `\nThe cart total is fixed; the tax is next."}}`,
+			[]string{"user:fix the cart total", "user:now the tax", "user:" + codexSummaryPrefix + "\nThe cart total is fixed; the tax is next."}},
+		{"summary without the prefix", `{"type":"compacted","payload":{"message":"The tax is next."}}`,
+			[]string{"user:fix the cart total", "user:now the tax", "user:" + codexSummaryPrefix + "\nThe tax is next."}},
+		{"replacement history", `{"type":"compacted","payload":{"message":"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"now the tax"}]},{"type":"compaction","encrypted_content":"gAAA"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Working on the tax."}]}]}}`,
+			[]string{"user:now the tax", "assistant:Working on the tax."}},
+		{"nothing", `{"type":"compacted","payload":{}}`,
+			[]string{"user:fix the cart total", "user:now the tax", "user:(no summary available)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, _, err := ReadCodexLog([]byte(head+c.line+tail), "rollout", "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reqs []string
+			for _, turn := range tr.Turns {
+				reqs = append(reqs, turn.Request)
+			}
+			if strings.Join(reqs, "|") != "fix the cart total|now the tax|commit" || tr.Turns[0].Compacted() || tr.Turns[2].Compacted() {
+				t.Fatalf("requests %q, turns %+v", reqs, tr.Turns)
+			}
+			rb := tr.Turns[1].Rebuilt
+			if len(rb) != 1 || rb[0].At != 3 || len(tr.Turns[1].Messages) != 3 {
+				t.Fatalf("turn 2: rebuilt %+v, messages %+v", rb, tr.Turns[1].Messages)
+			}
+			var got []string
+			for _, m := range rb[0].History {
+				got = append(got, m.Role+":"+m.Content)
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("history %q\nwant    %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCodexRebuiltBudget: of the person's messages Codex keeps the newest
+// within its budget, cutting the oldest it keeps in the middle.
+func TestCodexRebuiltBudget(t *testing.T) {
+	big := strings.Repeat("é", codexKeptTokens*codexTokenBytes/2) // exactly the budget, in two-byte runes
+	hist, kept := codexRebuilt(codexItem{Message: codexSummaryPrefix + "\nS"}, []string{"oldest", strings.Repeat("x", 40), big[:len(big)-16]})
+	if len(hist) != 3 || len(kept) != 2 || hist[2].Content != codexSummaryPrefix+"\nS" || hist[1].Content != big[:len(big)-16] {
+		t.Fatalf("kept %d messages, history %d", len(kept), len(hist))
+	}
+	cut := hist[0].Content
+	if !strings.Contains(cut, "tokens truncated") || !strings.HasPrefix(cut, "xxxx") || !strings.HasSuffix(cut, "xxxx") || len(cut) >= 40+len("…10 tokens truncated…") {
+		t.Errorf("the oldest kept message: %q", cut)
+	}
 }

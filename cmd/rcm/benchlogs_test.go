@@ -33,6 +33,8 @@ type logResults struct {
 			Fallback   string
 			Dropped    []int
 			NeededLost bool `json:"needed_lost"`
+			Calls      int
+			Last       struct{ Task, Fallback string }
 		}
 	}
 }
@@ -271,6 +273,45 @@ func TestBenchReplayCompactedLog(t *testing.T) {
 				t.Errorf("%s %s: the request after the summary: %+v", api, a.Mode, q[2])
 			}
 			t.Logf("%s %s: %+v", api, a.Mode, q[2])
+		}
+	}
+}
+
+// TestBenchReplayCodexCompactedLog: a Codex rollout that compacted inside
+// its second turn, replayed on the Responses wire (as Codex sends it) and
+// on the chat wire (Codex's wire_api "chat"), router and rcm mode. The
+// call after the compaction sends the rebuilt history: the requests again,
+// then the summary, which opens no turn, so that the call is still the
+// login task's (its request is the last the history holds) and the return
+// after it goes back to the export.
+func TestBenchReplayCodexCompactedLog(t *testing.T) {
+	line := func(typ string, payload map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"type": typ, "payload": payload})
+		return string(b) + "\n"
+	}
+	user := func(s string) string { return line("event_msg", map[string]any{"type": "user_message", "message": s}) }
+	answer := func(s string) string {
+		return line("response_item", map[string]any{"type": "message", "role": "assistant", "content": []map[string]string{{"type": "output_text", "text": s}}})
+	}
+	log := line("session_meta", map[string]any{"id": "019a", "cwd": "/home/eve/app"}) +
+		user("[task: export] Add a CSV export to the reports page, with one row per invoice") + answer("Added the export.") +
+		user("[task: login] Fix the login redirect: after signing in it goes to / instead of the page asked for") +
+		line("response_item", map[string]any{"type": "function_call", "name": "shell", "arguments": `{"command":"grep -rn redirect auth/"}`, "call_id": "c1"}) +
+		line("response_item", map[string]any{"type": "function_call_output", "call_id": "c1", "output": "auth/login.py:12: return redirect('/')"}) +
+		line("compacted", map[string]any{"message": "The CSV export is done. The login redirect is being fixed in auth/login.py."}) +
+		answer("Fixed the redirect.") +
+		user("[task: export] back to the CSV export: sort it by date") + answer("Sorted.")
+	dir := writeCorpus(t, map[string]string{"raw/rollout-2026-11-30T10-00-00-019a.jsonl": log})
+	for _, api := range []string{"responses", "chat"} {
+		r := replayLogsFor(t, dir, "--modes", "router,rcm", "--thresholds", "0.8", "--api", api)
+		if len(r.Audit) != 2 {
+			t.Fatalf("%s: %d audits", api, len(r.Audit))
+		}
+		for _, a := range r.Audit {
+			q := a.Requests
+			if len(q) != 3 || q[1].Calls != 2 || q[1].Last.Task != "login" || q[1].Last.Fallback != "none" || q[2].Task != "export" || q[2].Fallback != "none" {
+				t.Fatalf("%s %s: %+v", api, a.Mode, q)
+			}
 		}
 	}
 }

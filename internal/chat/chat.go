@@ -45,11 +45,23 @@ type Trajectory struct {
 type Turn struct {
 	Request  string
 	Messages []Message
-	// Compacted: the harness compacted its history here (Claude Code's
-	// /compact or auto-compaction): the request is the summary, and from
-	// this turn on the harness sends the system prompt and the turns from
-	// this one, none before it.
-	Compacted bool `json:",omitempty"`
+	// Rebuilt are the points, in order, where the harness compacted its
+	// history during this turn and sent a rebuilt one from then on.
+	Rebuilt []Rebuild `json:",omitempty"`
+}
+
+// Compacted reports whether the harness compacted its history in this turn.
+func (t Turn) Compacted() bool { return len(t.Rebuilt) > 0 }
+
+// Rebuild is one compaction of a turn: from the turn's item At on (0 is
+// its request, k+1 is Messages[k], 1+len(Messages) its end: the turns
+// after it), the harness sends the system prompt, History, and the items
+// since, none of the history before. Claude Code restarts at the request
+// that holds its summary (At 0, no History); Codex sends the person's
+// earlier requests and its summary (History) in place of the history.
+type Rebuild struct {
+	At      int
+	History []Message `json:",omitempty"`
 }
 
 // ModelCall is one model call of a replayed session: the full history the
@@ -58,10 +70,8 @@ type ModelCall struct {
 	Index    int // counts the calls from 0
 	Step     int // the turn's index
 	Messages []Message
-	// From is where Messages[1:] sit in the session's whole history (the
-	// system prompt, then each turn's request and messages, as the last
-	// call of a session that never compacted holds them): 1, or the
-	// index of the last compacted turn's request.
+	// From is where Messages[1:] sit in the session's whole history
+	// (Layout.History): 1, or where the latest rebuild's history starts.
 	From int
 	// Response is the recorded answer; the zero Message when the turn has
 	// no assistant message (a real log's turn the model never answered, an
@@ -70,34 +80,68 @@ type ModelCall struct {
 	Response Message
 }
 
-// Replay lays turns out as the model calls of one session, as a harness
+// Layout is a session laid out as its harness sent it.
+type Layout struct {
+	Calls []ModelCall
+	// History is the whole history the calls' From index: the system
+	// prompt, then each turn's request and messages, with each rebuild's
+	// History before the item it precedes.
+	History []Message
+	// Turn is per History message the turn it belongs to: -1 for the
+	// system prompt; in a rebuild's History, a copy of an earlier request
+	// is that request's turn, the rest (a summary) -1.
+	Turn    []int
+	Request []int // per turn, its request's index in History
+}
+
+// Lay lays turns out as the model calls of one session, as a harness
 // sends them: the system prompt, each turn's request, and the turn's
 // messages; a call ends before each assistant message, which is its
-// Response, and a turn without one still makes one call. From a Compacted
-// turn on, the history restarts at the system prompt. Calls share backing
-// arrays; do not modify elements.
-func Replay(system string, turns []Turn) []ModelCall {
-	history := []Message{{Role: RoleSystem, Content: system}}
-	from, whole := 1, 1 // where history[1:] starts in the whole history, and its length
-	var calls []ModelCall
-	for i, turn := range turns {
-		if turn.Compacted && len(history) > 1 {
-			history, from = history[:1:1], whole
-		}
-		history = append(history, Message{Role: RoleUser, Content: turn.Request})
-		n := len(calls)
-		for _, m := range turn.Messages {
-			if m.Role == RoleAssistant {
-				calls = append(calls, ModelCall{Index: len(calls), Step: i,
-					Messages: history[:len(history):len(history)], Response: m, From: from})
-			}
-			history = append(history, m)
-		}
-		if len(calls) == n {
-			at := len(history) - len(turn.Messages) // up to the turn's request
-			calls = append(calls, ModelCall{Index: len(calls), Step: i, Messages: history[:at:at], From: from})
-		}
-		whole += 1 + len(turn.Messages)
+// Response, and a turn without one still makes one call, up to its
+// request. At a Rebuild the history restarts at the system prompt and the
+// rebuild's History. Calls share backing arrays; do not modify elements.
+func Lay(system string, turns []Turn) Layout {
+	sys := Message{Role: RoleSystem, Content: system}
+	l := Layout{History: []Message{sys}, Turn: []int{-1}}
+	sent, from := []Message{sys}, 1 // what the next call sends; where sent[1:] starts in History
+	add := func(m Message, turn int) {
+		sent = append(sent, m)
+		l.History, l.Turn = append(l.History, m), append(l.Turn, turn)
 	}
-	return calls
+	asked := map[string]int{} // a request's text -> its latest turn
+	for i, turn := range turns {
+		n, rb := len(l.Calls), 0
+		var upTo []Message // the history up to the turn's request
+		upFrom := from
+		for j := 0; j <= len(turn.Messages)+1; j++ {
+			for ; rb < len(turn.Rebuilt) && turn.Rebuilt[rb].At <= j; rb++ {
+				sent, from = sent[:1:1], len(l.History)
+				for _, m := range turn.Rebuilt[rb].History {
+					t, ok := asked[m.Content]
+					if !ok || m.Role != RoleUser {
+						t = -1
+					}
+					add(m, t)
+				}
+			}
+			switch {
+			case j == 0:
+				l.Request = append(l.Request, len(l.History))
+				add(Message{Role: RoleUser, Content: turn.Request}, i)
+				asked[turn.Request] = i
+				upTo, upFrom = sent[:len(sent):len(sent)], from
+			case j <= len(turn.Messages):
+				m := turn.Messages[j-1]
+				if m.Role == RoleAssistant {
+					l.Calls = append(l.Calls, ModelCall{Index: len(l.Calls), Step: i,
+						Messages: sent[:len(sent):len(sent)], Response: m, From: from})
+				}
+				add(m, i)
+			}
+		}
+		if len(l.Calls) == n {
+			l.Calls = append(l.Calls, ModelCall{Index: len(l.Calls), Step: i, Messages: upTo, From: upFrom})
+		}
+	}
+	return l
 }

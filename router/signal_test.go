@@ -34,6 +34,9 @@ func TestArtifact(t *testing.T) {
 		"[Request interrupted by user for tool use]":                                                          true,
 		// Claude Code's notice that a background command finished (marot/spotter's logs).
 		"<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n<summary>Background command \"Force recompile ash deps to clear stale associations\" completed (exit code 0)</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/b0be39e.output": true,
+		// Cursor's notice that a background shell finished (a SpecStory export of JobiJoba/SchaerbeekMunicipality).
+		"<timestamp>Monday, Jul 13, 2026, 9:35 PM (UTC+2)</timestamp>\n<system_notification>\nThe following task has finished. If you were already aware, ignore this notification and do not restate prior responses.": true,
+		"<timestamp>Monday, Jul 13, 2026, 9:35 PM (UTC+2)</timestamp>\nthe login page is blank again":                                                                                                                   false,
 		"/review":                      true,
 		"/pr-review-toolkit:review-pr": true,
 		"/add src/a.py src/b.py":       true,

@@ -51,7 +51,9 @@
 //     that request's task and never opens one. The message after a
 //     command that ran without the model (its output, a notice, aider's
 //     bare /model) is not an addendum to it: it is decided on its own
-//     (ranLocally); an invoked command's expansion still continues.
+//     (ranLocally); an invoked command's expansion still continues. The
+//     request is what the person wrote (asked): Codex's IDE extension
+//     puts the editor's state before its "## My request for Codex:".
 //   - The scored model (score.go) decides everything else. For the
 //     current turn it scores, with three logistic heads over the same
 //     features, each decision it could make: continue the previous

@@ -151,7 +151,7 @@ func inferFrame(t *transcript.Transcript, tn transcript.Turn, request bool) (fra
 	var first, named []string
 	c := collector{f: &frame{}, roots: &named, raw: true}
 	if request {
-		scan(str.Clip(t.Messages[tn.Start].Text(), requestCap), c.f, &c)
+		scan(str.Clip(asked(t, tn), requestCap), c.f, &c)
 	}
 	c.roots, c.workdirs = &[]string{}, &first
 	eachCall(t, tn, func(args string) { scan(str.Clip(args, argumentCap), c.f, &c) })

@@ -165,7 +165,7 @@ func (s *call) describe(i int) string {
 	return b.String()
 }
 
-func (s *call) request(i int) string { return s.t.Messages[s.t.Turns[i].Start].Text() }
+func (s *call) request(i int) string { return asked(s.t, s.t.Turns[i]) }
 
 // filesIn lists the file paths s names (a token with a file extension),
 // relative to the working directory when absolute.

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -312,5 +313,39 @@ func TestReturnQuotingSubject(t *testing.T) {
 			}
 			t.Logf("return: %s %.2f %v", p.Current.Task, p.Current.Confidence, p.Current.Scores)
 		})
+	}
+}
+
+// TestCodexIDEContext: Codex's IDE extension sends each request after the
+// editor's state (the active file, the open tabs); the router reads the
+// request alone, so a session decides as the same session typed bare.
+func TestCodexIDEContext(t *testing.T) {
+	const proj = "/home/dev/shop"
+	ide := func(req string) string {
+		return "# Context from my IDE setup:\n\n## Active file: billing/invoice.py\n\n## Open tabs:\n- invoice.py: billing/invoice.py\n- README.md: README.md\n- settings.py: config/settings.py\n\n## My request for Codex:\n" + req
+	}
+	reqs := []string{"Add a /health endpoint to the API server in server/health.go that returns the build version.",
+		"Build a checkout flow for the shop: an order model, a checkout view and its route.",
+		"go on with the next step"}
+	run := func(wrap func(string) string) []Plan {
+		var turns [][]chat.Message
+		for i, r := range reqs {
+			turns = append(turns, answered(wrap(r), "Done.", proj+[]string{"/server/health.go", "/shop/orders.py", "/shop/views.py"}[i]))
+		}
+		return session(t, mustNew(t, Config{}), env(proj, true), turns...)
+	}
+	bare, wrapped := run(func(s string) string { return s }), run(ide)
+	if len(bare) != len(wrapped) {
+		t.Fatalf("%d and %d calls", len(bare), len(wrapped))
+	}
+	for k := range bare {
+		b, w := bare[k].Current, wrapped[k].Current
+		if b.Task != w.Task || b.Method != w.Method || math.Abs(b.Confidence-w.Confidence) > 1e-9 {
+			t.Errorf("call %d: bare %s %s %.3f, in the IDE's context %s %s %.3f", k, b.Task, b.Method, b.Confidence, w.Task, w.Method, w.Confidence)
+		}
+	}
+	tr := chattest.Parse(t, chattest.Body(chattest.User(ide("fix it")), chattest.User("## My request for Codex: is how Codex marks it")))
+	if got := asked(tr, tr.Turns[0]); got != "fix it" {
+		t.Errorf("asked %q", got)
 	}
 }

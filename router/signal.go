@@ -17,11 +17,30 @@ type signals struct {
 	words                    int // terms of the request (with repeats)
 }
 
+// codexAsk is the line before the person's request in the messages Codex's
+// IDE extension and desktop app send: what comes before it (the active
+// file, open tabs, files mentioned) is the editor's state, not the request.
+const codexAsk = "## My request for Codex:"
+
+// codexAskWithin bounds where codexAsk is looked for: the editor's state
+// before it is a list of file names, and a pasted log must not be searched
+// whole on every call.
+const codexAskWithin = 16 << 10
+
+// asked is the request turn tn's first message holds, as the person wrote it.
+func asked(t *transcript.Transcript, tn transcript.Turn) string {
+	text := t.Messages[tn.Start].Text()
+	if i := strings.Index(str.Clip(text, codexAskWithin), codexAsk); i >= 0 && (i == 0 || text[i-1] == '\n') {
+		return strings.TrimSpace(text[i+len(codexAsk):])
+	}
+	return text
+}
+
 // read gathers the signals of turn tn, reading the first cap bytes of its
 // request, and, when terms is not nil, feeds the lexical terms of the
 // request to terms and those of its tool calls to args.
 func read(t *transcript.Transcript, f *frame, tn transcript.Turn, cap int, terms, args func(term, int)) signals {
-	req := str.Clip(t.Messages[tn.Start].Text(), cap)
+	req := str.Clip(asked(t, tn), cap)
 	s := signals{tag: writtenTag(req)}
 	n := 0
 	c := collector{f: f, terms: func(h term, kind int) {

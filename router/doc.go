@@ -46,8 +46,9 @@
 //     Code's <command-name>, <local-command-stdout>, its caveat before
 //     local commands' output, "[Request interrupted by user", a loaded
 //     tool's notice, a skill's text, its <task-notification> that a
-//     background command finished; Cursor's <system_notification>) or
-//     a bare slash command continues
+//     background command finished; Cursor's <system_notification>; VS
+//     Code Copilot's "[Terminal ... notification:") or a bare slash
+//     command continues
 //     that request's task and never opens one. The message after a
 //     command that ran without the model (its output, a notice, aider's
 //     bare /model) is not an addendum to it: it is decided on its own

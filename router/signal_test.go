@@ -37,6 +37,10 @@ func TestArtifact(t *testing.T) {
 		// Cursor's notice that a background shell finished (a SpecStory export of JobiJoba/SchaerbeekMunicipality).
 		"<timestamp>Monday, Jul 13, 2026, 9:35 PM (UTC+2)</timestamp>\n<system_notification>\nThe following task has finished. If you were already aware, ignore this notification and do not restate prior responses.": true,
 		"<timestamp>Monday, Jul 13, 2026, 9:35 PM (UTC+2)</timestamp>\nthe login page is blank again":                                                                                                                   false,
+		// VS Code Copilot's notice of a finished terminal command (an export of Istiaq-Fuad/transfer-learning-mieeg); its buttons are the fit's.
+		"[Terminal a7a15a30-bc3a-42ba-9ae3-0beb6fd0aa7f notification: command completed with exit code 0. Use send_to_terminal to send another command or kill_terminal to stop it.]\nTerminal output:": true,
+		"@agent Try Again":                         false,
+		"[Terminal] shows a blank screen on start": false,
 		"/review":                      true,
 		"/pr-review-toolkit:review-pr": true,
 		"/add src/a.py src/b.py":       true,

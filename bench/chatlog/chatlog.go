@@ -359,7 +359,10 @@ func parsed(text, def string, parse func(text, workdir string) []chat.Turn) (str
 // paths of its own outside def (the folder assumed for it): the deepest
 // folder holding all of them, if at least three levels deep (below a home
 // folder: /Users/ana/shop, not /Users/ana), else "". Its relative names
-// then sit where its absolute ones do, as its harness saw them.
+// then sit where its absolute ones do, as its harness saw them. A path in
+// a hidden folder counts as the folder that holds it: a checkout's
+// .github, or the home of Cursor's ~/.cursor/projects/..., which is no
+// checkout.
 func ownWorkdir(turns []chat.Turn, def string) string {
 	common := ""
 	for _, t := range turns {
@@ -370,6 +373,9 @@ func ownWorkdir(turns []chat.Turn, def string) string {
 					continue
 				}
 				dir := path.Dir(p)
+				if i := strings.Index(p, "/."); i >= 0 {
+					dir = p[:i] // the folder that holds the hidden one
+				}
 				if common == "" {
 					common = dir
 				}

@@ -8,18 +8,19 @@ import (
 )
 
 // SpecStory's markers: a user message opens at `_**User**_` (or with a
-// date), a reply at `_**Assistant ...**_` or `_**Agent (...)**_`.
+// date), a reply at `_**Assistant ...**_` or `_**Agent (...)**_`, a
+// subagent's message at `_**Agent - sidechain (...)**_`.
 var (
 	specUser      = regexp.MustCompile(`(?m)^_\*\*User(?: \([^)]*\))?\*\*_[ \t]*\r?$`)
 	specAssistant = regexp.MustCompile(`^_\*\*(?:Assistant|Agent)\b.*\*\*_\s*$`)
+	// A subagent's messages (its prompt and its work), which the person's
+	// conversation holds only the result of.
+	specSidechain = regexp.MustCompile(`^_\*\*(?:User|Agent|Assistant) - sidechain\b.*\*\*_\s*$`)
 	specToolUse   = regexp.MustCompile(`^Tool use: \*\*([^*]+)\*\*`)
 	specEdit      = regexp.MustCompile(`<summary>Edit file: (.+?)</summary>`)
 	specGrep      = regexp.MustCompile(`<summary>Grep for "(.*)" in`)
 	specList      = regexp.MustCompile(`<summary>Listed directory (.+?) •`)
 	specSummary   = regexp.MustCompile(`<summary>(.+?)</summary>`)
-	specElement   = regexp.MustCompile(`^\s*<tool-use data-tool-type="([^"]*)" data-tool-name="([^"]*)"`)
-	specInput     = regexp.MustCompile("^- (\\w+):(?: `(.*)`)?\\s*$")
-	specLink      = regexp.MustCompile("\\[`([^`]+)`\\]")
 )
 
 // parseSpecStory reads a SpecStory export: a user message is the text
@@ -46,20 +47,28 @@ func parseSpecStory(text, workdir string) []chat.Turn {
 			t.Messages = specReply(cur, newWork(workdir, &ids))
 		}
 	}
+	side := false // in a subagent's messages, which are left out
 	for _, ln := range lines {
 		switch {
 		case specUser.MatchString(ln):
 			end()
 			turns = append(turns, chat.Turn{})
-			inUser = true
+			inUser, side = true, false
+		case specSidechain.MatchString(ln):
+			if inUser {
+				end()
+				inUser = false
+			}
+			side = true
 		case specAssistant.MatchString(ln):
+			side = false
 			if inUser {
 				end()
 				inUser = false
 			} else {
 				cur = append(cur, "---") // v2.1 opens each step with a marker
 			}
-		default:
+		case !side:
 			cur = append(cur, ln)
 		}
 	}
@@ -80,7 +89,20 @@ func userText(lines []string) string {
 // specReply converts a reply: its blocks, separated by "---" (and
 // "_****_" between the old format's tool steps), are text or a tool step.
 func specReply(lines []string, w *work) []chat.Message {
+	prev := "" // the element before, "" after anything else
 	for _, b := range specBlocks(lines) {
+		if e, ok := readElement(b); ok {
+			// Cursor follows each element with an empty one of the same
+			// tool: one call, not two.
+			if !(e.name == prev && e.empty()) {
+				e.add(w)
+			}
+			prev = e.name
+			continue
+		}
+		if strings.TrimSpace(strings.Join(b, "")) != "" {
+			prev = ""
+		}
 		if !specTool(b, w) {
 			w.say(strings.Join(b, "\n"))
 		}
@@ -89,32 +111,37 @@ func specReply(lines []string, w *work) []chat.Message {
 }
 
 // specBlocks splits a reply at its separator lines outside code fences;
-// v2.1's <tool-use> elements are blocks of their own, and its <think>
-// elements (the model's reasoning, which OpenCode does not send back) are
-// left out.
+// v2.1's <tool-use> elements are blocks of their own, wherever they
+// stand (a fence a tool's output left open ends at the next one), whole
+// (their output may hold fences and "---"), and its <think> elements (the
+// model's reasoning, which OpenCode does not send back; their fences do
+// not count) are left out.
 func specBlocks(lines []string) [][]string {
 	var out [][]string
 	var cur []string
-	fence, think := false, false
+	fence, think, tool := false, false, false
+	flush := func() { out, cur = append(out, cur), nil }
 	for _, ln := range lines {
 		t := strings.TrimSpace(ln)
-		if strings.HasPrefix(t, "```") {
-			fence = !fence
-		}
 		switch {
-		case fence:
-		case think || strings.HasPrefix(t, "<think>"):
+		case think || !tool && !fence && strings.HasPrefix(t, "<think>"):
 			think = !strings.HasSuffix(t, "</think>")
 			continue
-		case t == "---" || t == "_****_":
-			out, cur = append(out, cur), nil
-			continue
 		case strings.HasPrefix(t, "<tool-use "):
-			out, cur = append(out, cur), nil
+			flush()
+			tool, fence = true, false
+		case tool:
+		case strings.HasPrefix(t, "```"):
+			fence = !fence
+		case fence:
+		case t == "---" || t == "_****_":
+			flush()
+			continue
 		}
 		cur = append(cur, ln)
-		if !fence && strings.HasSuffix(t, "</tool-use>") {
-			out, cur = append(out, cur), nil
+		if tool && strings.HasSuffix(t, "</tool-use>") {
+			flush()
+			tool = false
 		}
 	}
 	return append(out, cur)
@@ -125,9 +152,6 @@ func specBlocks(lines []string) [][]string {
 // (with its output), a grep or directory listing, or another named tool.
 // A read of "undefined" (the old format's) or an unnamed step is text.
 func specTool(b []string, w *work) bool {
-	if specToolUse21(b, w) {
-		return true
-	}
 	name := ""
 	rest := b
 	for i, ln := range b {
@@ -175,65 +199,6 @@ func specTool(b []string, w *work) bool {
 			what = m[1]
 		}
 		w.call(toolName(name), map[string]any{"description": what}, out)
-	}
-	return true
-}
-
-// specToolUse21 adds the tool step of a v2.1 <tool-use> element, if the
-// block is one: its **Input:** list ("- key: `value`", or "- key:" and a
-// fenced value) gives the arguments; terminal runs become bash, file
-// creation write, string replacement edit, reads read (the path from the
-// input or the summary's link), searches grep. The log keeps no output.
-func specToolUse21(b []string, w *work) bool {
-	var m []string
-	for _, ln := range b {
-		if strings.TrimSpace(ln) != "" {
-			m = specElement.FindStringSubmatch(ln)
-			break
-		}
-	}
-	if m == nil {
-		return false
-	}
-	kind, name := m[1], m[2]
-	in := map[string]string{}
-	fs := fences(b)
-	for _, ln := range b {
-		if im := specInput.FindStringSubmatch(ln); im != nil {
-			if v := im[2]; v != "" {
-				in[im[1]] = v
-			} else if len(fs) > 0 {
-				in[im[1]], fs = fs[0], fs[1:]
-			}
-		}
-	}
-	body := strings.Join(b, "\n")
-	file := in["filePath"]
-	if file == "" {
-		if l := specLink.FindStringSubmatch(body); l != nil {
-			file = l[1]
-		}
-	}
-	none := "(the log does not keep the tool's output)"
-	switch {
-	case in["command"] != "":
-		w.call("bash", map[string]any{"command": in["command"]}, none)
-	case kind == "write" && file != "":
-		w.call("write", map[string]any{"filePath": w.abs(file), "content": in["content"]}, "Wrote file successfully.")
-	case name == "replace_string_in_file" && file != "":
-		w.call("edit", map[string]any{"filePath": w.abs(file), "oldString": in["oldString"], "newString": in["newString"]}, "Edit applied.")
-	case kind == "read" && file != "":
-		w.call("read", map[string]any{"filePath": w.abs(file)}, "(the log does not keep the file's content)")
-	case kind == "search" && in["query"] != "":
-		w.call("grep", map[string]any{"pattern": in["query"]}, none)
-	default:
-		what := name // the summary says more after its "Tool use: **name** •"
-		if sm := specSummary.FindStringSubmatch(body); sm != nil {
-			if _, after, ok := strings.Cut(sm[1], " • "); ok {
-				what = after
-			}
-		}
-		w.call(toolName(name), map[string]any{"description": what}, none)
 	}
 	return true
 }

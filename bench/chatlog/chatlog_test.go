@@ -236,6 +236,7 @@ func TestSpecStory21Providers(t *testing.T) {
 		agent + "Merged and fixed.\n\n---\n\n_**User (2026-07-13 13:50:00Z)**_\n\nnow the service script\n\n---\n\n" +
 		"_**Agent (gpt-5.5 2026-07-13 13:50:10Z)**_\n\n" + el("shell", "exec_command", " `sed -n '1,80p' scripts/service.sh`", "```", "render_plist() {", "```") +
 		el("write", "apply_patch", "", "**Update: `scripts/service.sh`**", "", "```diff", "@@", "-old()", "+new()", "```", "**Add: `scripts/start.sh`**", "", "```diff", "+#!/bin/sh", "```") +
+		el("unknown", "exec", "", "Input (truncated): ```", `const r = await tools.exec_command({cmd:"Get-Content -Path 'C:\\app\\service.ps1' -Tail 5","`, "...", "```") +
 		"---\n\n_**User (2026-07-13 14:00:00Z)**_\n\nand the README\n\n---\n\n_**Agent (default)**_\n\n" +
 		el("read", "read_file_v2", " • Read file: /work/site/README.md") + el("read", "read_file_v2", "") +
 		el("shell", "run_terminal_command_v2", " • Run command: cd /work/site &amp;&amp; make docs", "```bash", "cd /work/site && make docs", "```") +
@@ -251,7 +252,7 @@ func TestSpecStory21Providers(t *testing.T) {
 	}
 	want := []string{
 		"assistant read:/work/site/.github/workflows/update.yml bash:gh pr list --state open bash:git merge origin/update edit:/work/site/.github/workflows/update.yml write:/work/site/PLAN.md WebFetch: | tool | tool | tool | tool | tool | tool | assistant",
-		"assistant bash:sed -n '1,80p' scripts/service.sh edit:/work/site/scripts/service.sh write:/work/site/scripts/start.sh | tool | tool | tool",
+		"assistant bash:sed -n '1,80p' scripts/service.sh edit:/work/site/scripts/service.sh write:/work/site/scripts/start.sh bash:Get-Content -Path 'C:\\app\\service.ps1' -Tail 5 | tool | tool | tool | tool",
 		"assistant read:/work/site/README.md bash:cd /work/site && make docs grep: | tool | tool | tool | assistant",
 	}
 	for i := range want {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,9 @@ var (
 	specPatch   = regexp.MustCompile("^\\*\\*(Update|Add|Delete): `([^`]+)`\\*\\*\\s*$")
 	specUpdated = regexp.MustCompile(`^\s*The file (.+?) has been updated successfully`)
 	specCreated = regexp.MustCompile(`^\s*File created successfully at: (.+?)\s*$`)
+	// Codex's code mode: its exec tool's JavaScript runs a command as
+	// tools.exec_command({cmd:"..."}), the export cutting it short.
+	specCodeCmd = regexp.MustCompile(`tools\.exec_command\(\{\s*cmd:\s*"((?:[^"\\\n]|\\.)*)`)
 )
 
 // element is a parsed <tool-use> element.
@@ -137,6 +141,12 @@ func (e element) add(w *work) {
 	}
 	if strings.Contains(file, "://") {
 		file = "" // a fetched URL
+	}
+	if m := specCodeCmd.FindStringSubmatch(strings.Join(e.body, "\n")); command == "" && m != nil {
+		command = m[1]
+		if c, err := strconv.Unquote(`"` + m[1] + `"`); err == nil {
+			command = c
+		}
 	}
 	shell := e.kind == "shell" || e.name == "PowerShell" // Claude Code's on Windows is "unknown"
 	after := 0                                           // where the output may start

@@ -99,6 +99,8 @@ func (e element) add(w *work) {
 	none := "(the log does not keep the tool's output)"
 	in := e.inputs()
 	fs := fences(e.body)
+	text := strings.Join(e.body, "\n")
+	shell := e.kind == "shell" || e.name == "PowerShell" // Claude Code's on Windows is "unknown"
 	file, command, pattern := in["filePath"], in["command"], ""
 	if e.kind == "search" {
 		pattern = in["query"] // VS Code's; another tool's query is no pattern
@@ -124,32 +126,37 @@ func (e element) add(w *work) {
 		file = specLink.FindStringSubmatch(d)[1]
 	}
 	for _, ln := range e.body {
-		switch {
-		case specPattern.MatchString(ln):
-			pattern = specPattern.FindStringSubmatch(ln)[2]
-		case specTicked.MatchString(ln) && file == "" && command == "":
-			if v := specTicked.FindStringSubmatch(ln)[1]; e.kind == "shell" || e.name == "PowerShell" {
-				command = v
+		if m := specPattern.FindStringSubmatch(ln); m != nil {
+			pattern = m[2]
+			continue
+		}
+		if m := specTicked.FindStringSubmatch(ln); m != nil && file == "" && command == "" {
+			if shell {
+				command = m[1]
 			} else if e.kind == "read" {
-				file = v
+				file = m[1]
 			}
-		case specUpdated.MatchString(ln) && file == "":
-			file = specUpdated.FindStringSubmatch(ln)[1]
-		case specCreated.MatchString(ln) && file == "":
-			file = specCreated.FindStringSubmatch(ln)[1]
+			continue
+		}
+		if file != "" {
+			continue
+		}
+		if m := specUpdated.FindStringSubmatch(ln); m != nil {
+			file = m[1]
+		} else if m := specCreated.FindStringSubmatch(ln); m != nil {
+			file = m[1]
 		}
 	}
 	if strings.Contains(file, "://") {
 		file = "" // a fetched URL
 	}
-	if m := specCodeCmd.FindStringSubmatch(strings.Join(e.body, "\n")); command == "" && m != nil {
+	if m := specCodeCmd.FindStringSubmatch(text); command == "" && m != nil {
 		command = m[1]
 		if c, err := strconv.Unquote(`"` + m[1] + `"`); err == nil {
 			command = c
 		}
 	}
-	shell := e.kind == "shell" || e.name == "PowerShell" // Claude Code's on Windows is "unknown"
-	after := 0                                           // where the output may start
+	after := 0 // where the output may start
 	if c, end, ok := shellFence(e.body); shell && command == "" && ok {
 		command, after = c, end // Claude Code's and Cursor's fenced command
 	}
@@ -162,7 +169,7 @@ func (e element) add(w *work) {
 	case command != "":
 		w.call("bash", map[string]any{"command": command}, out)
 	case e.kind == "write" && e.patch(w):
-	case e.kind == "write" && file != "" && (strings.EqualFold(e.name, "write") || e.name == "create_file" || specCreated.MatchString(strings.Join(e.body, "\n"))):
+	case e.kind == "write" && file != "" && (strings.EqualFold(e.name, "write") || e.name == "create_file" || specCreated.MatchString(text)):
 		content := in["content"]
 		if content == "" && len(fs) > 1 {
 			content = fs[0] // Claude Code's Write: the file's text, then the result

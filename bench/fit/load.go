@@ -77,7 +77,7 @@ func Real(logs []chatlog.Session) ([]*Session, error) {
 		}
 		if i := slices.IndexFunc(l.Turns, func(t chat.Turn) bool { return t.Compacted() }); i >= 0 {
 			// Simulate replays whole histories; a compacted one is not.
-			return nil, fmt.Errorf("fit: %s: turn %d is a compaction's summary: the fit takes no compacted log", l.Name, i+1)
+			return nil, fmt.Errorf("fit: %s: turn %d: the harness compacted its history there: the fit takes no compacted log", l.Name, i+1)
 		}
 		s := &Session{Name: l.Name, Group: l.Repo, Real: true, Turns: l.Turns, System: benchspec.OpenCodeSystem(l.Workdir, true)}
 		if s.Group == "" {

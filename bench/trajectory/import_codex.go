@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -183,9 +184,10 @@ func codexRebuilt(p codexItem, users []string) ([]chat.Message, []string) {
 		if n > left {
 			u = middleCut(u, left*codexTokenBytes, n-left)
 		}
-		kept = append([]string{u}, kept...)
+		kept = append(kept, u)
 		left -= n
 	}
+	slices.Reverse(kept) // oldest first, as they were asked
 	summary := p.Message
 	switch {
 	case summary == "":

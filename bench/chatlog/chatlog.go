@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/bench/trajectory"
 	"github.com/rcm-dev/rcm/internal/chat"
@@ -85,6 +86,25 @@ const prefixLen = 60
 func Prefix(request string) string {
 	r := []rune(strings.TrimSpace(request))
 	return string(r[:min(len(r), prefixLen)])
+}
+
+// quotes tells whether a label's user_prefix quotes request. White space
+// is compared as runs, not characters: a labeller that read a CRLF file
+// with universal newlines (Python's default), or kept aider's two
+// trailing spaces, counts other characters than this parse, so its 60
+// characters end elsewhere. A prefix shorter than 60 characters is the
+// whole message and must equal it.
+func quotes(prefix, request string) bool {
+	p, r := strings.Fields(prefix), strings.Fields(request)
+	if len(p) > len(r) {
+		return false
+	}
+	if utf8.RuneCountInString(prefix) < prefixLen {
+		return slices.Equal(p, r)
+	}
+	// The prefix's last word may be cut short.
+	last := len(p) - 1
+	return last < 0 || slices.Equal(p[:last], r[:last]) && strings.HasPrefix(r[last], p[last])
 }
 
 // Read reads a log file, or every log under a directory: a corpus
@@ -277,8 +297,8 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 		s.Repo = labels.Source.Repo
 		for _, turn := range s.Turns {
 			t := labels.Turns[i]
-			if got := Prefix(turn.Request); got != t.Prefix {
-				return nil, nil, labelError{fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", name, i+1, got, t.Prefix)}
+			if !quotes(t.Prefix, turn.Request) {
+				return nil, nil, labelError{fmt.Errorf("chatlog: session %s: turn %d: message begins %q, label's user_prefix %q", name, i+1, Prefix(turn.Request), t.Prefix)}
 			}
 			s.Labels = append(s.Labels, t.Label)
 			i++

@@ -26,6 +26,8 @@ const (
 	FormatCodex      = "codex"
 )
 
+var formats = []string{FormatAider, FormatSpecStory, FormatClaudeCode, FormatCodex}
+
 // Session is one real session log laid out as the turns a harness would
 // have sent.
 type Session struct {
@@ -227,8 +229,10 @@ func readFile(f string, b []byte) ([]Session, []trajectory.Skip, error) {
 	if err != nil {
 		return nil, nil, labelError{err}
 	}
+	// The label's format wins where it names one of ours; another name
+	// ("cursor", a labeller's own) says nothing this parse can use.
 	format := detect(f, b)
-	if labels != nil && labels.Source.Format != "" {
+	if labels != nil && slices.Contains(formats, labels.Source.Format) {
 		format = labels.Source.Format
 	}
 	text := string(b)

@@ -12,5 +12,8 @@
 // Caveats: the mini-swe-agent conversion drops assistant messages that broke
 // that agent's one-bash-block format (and the error reply they drew), since
 // native tool calling has no such exchange. A run cut short gets a
-// "(no result recorded)" result for each unanswered call.
+// "(no result recorded)" result for each unanswered call. A Claude Code
+// log's rewound branches are left out only where its parentUuid chain is
+// whole; a chain that breaks leaves the file read in order, abandoned
+// branches and all.
 package trajectory

@@ -172,6 +172,11 @@ func FuzzReadClaudeCodeLog(f *testing.F) {
 		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b","name":"Read","input":{}}]}}`))
 	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"go"}}` + "\n" +
 		`{"type":"user","isCompactSummary":true,"message":{"role":"user","content":[{"type":"text","text":"summary"}]}}`))
+	f.Add([]byte(`{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"one"}}` + "\n" +
+		`{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}` + "\n" +
+		`{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"two"}}` + "\n" +
+		`{"type":"user","uuid":"u3","parentUuid":"a1","message":{"role":"user","content":[{"type":"text","text":"two again"}]}}` + "\n" +
+		`{"type":"last-prompt","leafUuid":"u3"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadClaudeCodeLog(b, "fuzz", "fuzz")
 		if err == nil {

@@ -22,41 +22,49 @@ import (
 // person's, and the session holds only its result); a subagent's own log
 // (agent-*.jsonl) so has no request (ErrNoRequest). A compaction's summary
 // (isCompactSummary) is a request whose turn is rebuilt at its request
-// (chat.Rebuild): Claude Code sends none of the turns before it again.
+// (chat.Rebuild): Claude Code sends none of the turns before it again. A
+// branch the person rewound past is left out, and each of its requests
+// named in a skip (rewound).
 // Workdir is the log's first cwd; without one, as ReadClaudeCode finds it.
 func ReadClaudeCodeLog(b []byte, source, task string) (*chat.Trajectory, []Skip, error) {
-	var msgs []claudeMessage
+	var lines []claudeLine
 	var skips []Skip
-	cwd := ""
 	log := newJSONL(b)
 	for n, line := range log.lines() {
-		var e struct {
-			Type      string        `json:"type"`
-			Cwd       string        `json:"cwd"`
-			Sidechain bool          `json:"isSidechain"`
-			Compact   bool          `json:"isCompactSummary"`
-			Message   claudeMessage `json:"message"`
-		}
-		if err := json.Unmarshal(line, &e); err != nil {
+		l := claudeLine{n: n}
+		if err := json.Unmarshal(line, &l); err != nil {
 			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "not JSON: " + err.Error()})
 			continue
 		}
-		if cwd == "" {
-			cwd = e.Cwd
-		}
-		if e.Sidechain {
-			continue // a subagent's conversation: the session sees its result only
-		}
-		switch e.Type {
-		case chat.RoleAssistant:
-			msgs = append(msgs, e.Message)
-		case chat.RoleUser:
-			e.Message.compacted = e.Compact
-			msgs = append(msgs, userLine(e.Message)...)
-		}
+		lines = append(lines, l)
 	}
 	if err := log.err(); err != nil {
 		return nil, skips, fmt.Errorf("%s: %w", source, err)
+	}
+	left := rewound(lines)
+	var msgs []claudeMessage
+	cwd := ""
+	for i, l := range lines {
+		if cwd == "" {
+			cwd = l.Cwd
+		}
+		if l.Sidechain {
+			continue // a subagent's conversation: the session sees its result only
+		}
+		if left[i] {
+			if l.prompt() {
+				skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", l.n),
+					Reason: fmt.Sprintf("rewound past: %q and what followed it are on a branch the conversation left (Claude Code sends none of it)", requestText(l.Message))})
+			}
+			continue
+		}
+		switch l.Type {
+		case chat.RoleAssistant:
+			msgs = append(msgs, l.Message)
+		case chat.RoleUser:
+			l.Message.compacted = l.Compact
+			msgs = append(msgs, userLine(l.Message)...)
+		}
 	}
 	tr, skips, err := claudeTrajectory(msgs, skips, source, task)
 	if err == nil && cwd != "" {

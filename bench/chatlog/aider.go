@@ -107,7 +107,28 @@ func aiderClears(request string) bool {
 var (
 	aiderAdded  = regexp.MustCompile(`^Added (.+?) to the chat(?: \(read-only\))?\.?$`)
 	aiderOutput = regexp.MustCompile(`^\d+ lines? of output$`)
+	// Its question whether to add a file the reply names, with the
+	// default in brackets and the person's answer (empty for the default).
+	aiderAsk = regexp.MustCompile(`^Add (.+?) to the chat\? .*\[(\w+)\]: ?(\S*)$`)
 )
+
+// asked returns the file an "Add FILE to the chat?" line added, if the
+// answer (or its default) was yes or all; a URL is no file. Later aiders
+// ask "Add file to the chat?" under a line naming it (prev).
+func asked(out, prev string) (string, bool) {
+	m := aiderAsk.FindStringSubmatch(out)
+	if m != nil && m[1] == "file" {
+		m[1] = fileName(prev)
+	}
+	if m == nil || m[1] == "" || strings.Contains(m[1], "://") || strings.ContainsAny(m[1], " \t") && !strings.ContainsAny(m[1], "./\\") {
+		return "", false
+	}
+	a := strings.ToLower(m[3])
+	if a == "" {
+		a = strings.ToLower(m[2])
+	}
+	return m[1], strings.HasPrefix(a, "y") || strings.HasPrefix(a, "a")
+}
 
 // aiderUser reports whether a line is a user line: aider writes "#### "
 // and the text with two trailing spaces (a markdown hard break), which the
@@ -129,7 +150,8 @@ func parseAider(text, workdir string) []chat.Turn {
 	var reply []string
 	flush := func() {
 		if len(turns) > 0 {
-			turns[len(turns)-1].Messages = aiderReply(reply, newWork(workdir, &ids))
+			t := &turns[len(turns)-1]
+			t.Messages = aiderReply(t.Request, reply, newWork(workdir, &ids))
 		}
 		reply = nil
 	}
@@ -159,16 +181,29 @@ func parseAider(text, workdir string) []chat.Turn {
 // before it, as /add does), which edits landed and which shell commands
 // ran; the rest is the model's text, whose SEARCH/REPLACE blocks (and
 // whole files aider says it edited) become edit and write calls. Shell
-// runs come after the text, as aider runs them once the reply is done.
-func aiderReply(lines []string, w *work) []chat.Message {
+// runs come after the text, as aider runs them once the reply is done; a
+// command the request ran (/run, !) comes first, with the output aider
+// printed before the reply.
+func aiderReply(request string, lines []string, w *work) []chat.Message {
+	// A command the person ran (/run CMD, or !CMD) ran before the reply;
+	// aider logs its output, when it does, as its own "> " lines.
+	cmd, typed := strings.CutPrefix(request, "/run ")
+	if !typed {
+		cmd, typed = strings.CutPrefix(request, "!")
+	}
+	var printed []string
 	var prose []string
 	applied := map[string]bool{}
 	type run struct{ cmd, added string }
 	var runs []run
 	var early, late []string // files added to the chat before the reply's text, and after
 	said := false
+	prev := ""
 	for _, ln := range lines {
 		out, ok := strings.CutPrefix(ln, "> ")
+		if !ok && strings.HasPrefix(ln, "(Y)es/") {
+			continue // a prompt of aider's that it wrapped past its "> "
+		}
 		if !ok && ln != ">" {
 			prose = append(prose, ln)
 			said = said || strings.TrimSpace(ln) != ""
@@ -176,6 +211,13 @@ func aiderReply(lines []string, w *work) []chat.Message {
 		}
 		out = strings.TrimSpace(out)
 		added := aiderAdded.FindStringSubmatch(out)
+		if f, ok := asked(out, prev); ok {
+			added = []string{out, f}
+		}
+		prev = out
+		if typed && !said && added == nil && !strings.HasPrefix(out, "Add ") {
+			printed = append(printed, out)
+		}
 		switch {
 		case strings.HasPrefix(out, "Applied edit to "):
 			applied[w.abs(strings.TrimPrefix(out, "Applied edit to "))] = true
@@ -191,19 +233,32 @@ func aiderReply(lines []string, w *work) []chat.Message {
 			late = append(late, added[1])
 		}
 	}
+	seen := map[string]bool{}
 	read := func(files []string) {
 		for _, f := range files {
+			if seen[f] {
+				continue // asked and then said added
+			}
+			seen[f] = true
 			w.call("read", map[string]any{"filePath": w.abs(f)}, "(aider added the file to the chat; the log does not keep its content)")
 		}
+	}
+	if cmd = strings.TrimSpace(cmd); typed && cmd != "" {
+		result := strings.Join(printed, "\n")
+		if strings.TrimSpace(result) == "" {
+			result = "(aider's log does not keep this command's output)"
+		}
+		w.call("bash", map[string]any{"command": cmd}, result)
 	}
 	read(early)
 	var text []string
 	for i := 0; i < len(prose); i++ {
-		if !strings.HasPrefix(prose[i], "```") {
+		f, ok := aiderOpening(prose[i])
+		if !ok {
 			text = append(text, prose[i])
 			continue
 		}
-		end := fenceEnd(prose, i+1)
+		end := fenceEnd(prose, i+1, f)
 		body := prose[i+1 : end]
 		named := ""
 		if len(text) > 0 {
@@ -253,7 +308,7 @@ func aiderReply(lines []string, w *work) []chat.Message {
 // fenceEnd returns the index of the line closing the fence whose body
 // starts at from (len(lines) when none does). Inside a SEARCH/REPLACE
 // block a fence line is the edited file's own (a README's code block).
-func fenceEnd(lines []string, from int) int {
+func fenceEnd(lines []string, from int, f fence) int {
 	block := false
 	for i := from; i < len(lines); i++ {
 		switch {
@@ -261,7 +316,7 @@ func fenceEnd(lines []string, from int) int {
 			block = true
 		case strings.HasPrefix(lines[i], ">>>>>>> REPLACE"):
 			block = false
-		case !block && strings.TrimSpace(lines[i]) == "```":
+		case !block && f.closes(lines[i]):
 			return i
 		}
 	}

@@ -389,13 +389,18 @@ func parsed(text, def string, parse func(text, workdir string) []chat.Turn) (str
 // checkout.
 func ownWorkdir(turns []chat.Turn, def string) string {
 	common := ""
+	var abs, rel []string
 	for _, t := range turns {
 		for _, m := range t.Messages {
 			for _, c := range m.ToolCalls {
 				p := gjson.Get(c.Function.Arguments, "filePath").String()
+				if r, ok := strings.CutPrefix(p, def+"/"); ok {
+					rel = append(rel, r)
+				}
 				if p == "" || strings.HasPrefix(p, def+"/") {
 					continue
 				}
+				abs = append(abs, p)
 				dir := path.Dir(p)
 				if i := strings.Index(p, "/."); i >= 0 {
 					dir = p[:i] // the folder that holds the hidden one
@@ -412,7 +417,29 @@ func ownWorkdir(turns []chat.Turn, def string) string {
 	if strings.Count(common, "/") < 3 {
 		return ""
 	}
-	return common
+	return checkout(common, abs, rel)
+}
+
+// checkout is the folder a log's relative names are relative to, given
+// the deepest folder its absolute paths share: the folder above it that
+// an absolute path names a relative one under (exe/engine/device.py and
+// /Users/ana/app/exe/engine/device.py place the log in /Users/ana/app),
+// the one most names agree on; common itself when none does.
+func checkout(common string, abs, rel []string) string {
+	votes := map[string]int{}
+	best := common
+	for _, r := range rel {
+		for _, a := range abs {
+			root, ok := strings.CutSuffix(a, "/"+r)
+			if !ok || strings.Count(root, "/") < 3 || !strings.HasPrefix(common+"/", root+"/") {
+				continue
+			}
+			if votes[root]++; votes[root] > votes[best] || votes[root] == votes[best] && len(root) > len(best) {
+				best = root
+			}
+		}
+	}
+	return best
 }
 
 // Lay lays the session out as its model calls, each the system prompt,

@@ -18,9 +18,14 @@
 // with an absolute filePath under the session's Workdir, file reads as
 // read, shell runs as bash, and the reply text as an assistant message.
 // A markdown log that names absolute paths of the machine it ran on (a
-// SpecStory export's tool calls often do) ran in the folder they share:
-// that is its Workdir, so that its relative names sit beside them, as its
-// harness saw them, instead of in another checkout.
+// SpecStory export's tool calls often do) ran in the folder they share,
+// or above it in the folder its relative names are relative to (an
+// absolute path that ends in one of them says where): that is its
+// Workdir, so that its relative names sit beside them, as its harness saw
+// them, instead of in another checkout. Code fences open and close as
+// CommonMark reads them (a fence closes only at as many backticks; a
+// diff's fence only at a line of its own), with aider's other fences
+// (<source>, <code>, ...) besides.
 //
 // Aider sends none of the earlier chat after /clear or /reset, and sends
 // no session id, so to rcm the turns after one are a new conversation: a
@@ -33,7 +38,10 @@
 // output, a read file's content); such results are a short placeholder
 // that says so. A file aider added to the chat is a read; after /clear
 // aider still sends the files in its chat, but the new conversation holds
-// no read of those added before it. In a compacted Claude Code log the
+// no read of those added before it; so is a file it asked to add ("Add
+// FILE to the chat?") and was told yes. A command the person ran (/run,
+// !) is a bash call whose result is what aider printed of it, when its
+// log kept that. In a compacted Claude Code log the
 // summary's turn is rebuilt at its request (chat.Rebuild): Session.Lay
 // sends only it and what follows from then on, as Claude Code did; a
 // Codex rollout's compacted line rebuilds the history where it stands,

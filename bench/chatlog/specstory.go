@@ -119,24 +119,36 @@ func specReply(lines []string, w *work) []chat.Message {
 func specBlocks(lines []string) [][]string {
 	var out [][]string
 	var cur []string
-	fence, think, tool := false, false, false
+	var f fence
+	in, think, tool := false, false, false
 	flush := func() { out, cur = append(out, cur), nil }
 	for _, ln := range lines {
 		t := strings.TrimSpace(ln)
+		if !think && !tool && !in && strings.HasPrefix(t, "<think>") {
+			think, ln = true, strings.TrimPrefix(t, "<think>")
+		}
+		if think {
+			// It may close in mid-line, the reply running on after it.
+			_, rest, ok := strings.Cut(ln, "</think>")
+			if !ok || strings.TrimSpace(rest) == "" {
+				think = !ok
+				continue
+			}
+			think, ln = false, rest
+			t = strings.TrimSpace(ln)
+		}
 		switch {
-		case think || !tool && !fence && strings.HasPrefix(t, "<think>"):
-			think = !strings.HasSuffix(t, "</think>")
-			continue
 		case strings.HasPrefix(t, "<tool-use "):
 			flush()
-			tool, fence = true, false
+			tool, in = true, false
 		case tool:
-		case strings.HasPrefix(t, "```"):
-			fence = !fence
-		case fence:
-		case t == "---" || t == "_****_":
+		case in:
+			in = !f.closes(ln)
+		case t == "---" || t == "_****_" || t == `_\*\*\*\*_`: // the last as one export escaped it
 			flush()
 			continue
+		default:
+			f, in = opening(ln)
 		}
 		cur = append(cur, ln)
 		if tool && strings.HasSuffix(t, "</tool-use>") {
@@ -216,17 +228,17 @@ func toolName(name string) string {
 func fences(lines []string) []string {
 	var out []string
 	var cur []string
+	var f fence
 	in := false
 	for _, ln := range lines {
-		if strings.HasPrefix(strings.TrimSpace(ln), "```") {
-			if in {
-				out = append(out, strings.Join(cur, "\n"))
-			}
-			in, cur = !in, nil
-			continue
-		}
-		if in {
+		switch {
+		case in && f.closes(ln):
+			out = append(out, strings.Join(cur, "\n"))
+			in, cur = false, nil
+		case in:
 			cur = append(cur, ln)
+		default:
+			f, in = opening(ln)
 		}
 	}
 	return out

@@ -403,6 +403,17 @@ func firstWord(req string) string {
 // opensWithReply reports whether a request opens with a reply word.
 func opensWithReply(req string) bool {
 	w := firstWord(req)
+	if replyOpeners[w] && utf8.RuneCountInString(w) == 1 {
+		// A one-letter conjunction ("y", "e", "и") runs on into a
+		// lowercase word; a capital letter over a log line is its level
+		// (Android's "E  FATAL EXCEPTION").
+		f := strings.Fields(str.Clip(strings.TrimSpace(req), 96))
+		r := 'a'
+		if len(f) > 1 {
+			r, _ = utf8.DecodeRuneInString(f[1])
+		}
+		return !unicode.IsUpper(r)
+	}
 	if replyOpeners[w] {
 		return true
 	}
@@ -448,7 +459,7 @@ func pointsBack(req string) bool {
 // like code, a log or a stack trace: indented, fenced, or dense with
 // symbols; 0 for shorter requests.
 func pasted(req string) float64 {
-	lines, code := 0, 0
+	lines, coded := 0, 0
 	fence := false
 	for line := range strings.SplitSeq(str.Clip(req, queryCap), "\n") {
 		if strings.TrimSpace(line) == "" {
@@ -458,23 +469,26 @@ func pasted(req string) float64 {
 		t := strings.TrimSpace(line)
 		if strings.HasPrefix(t, "```") {
 			fence = !fence
-			code++
+			coded++
 			continue
 		}
 		if fence || line[0] == ' ' || line[0] == '\t' || symbolic(t) {
-			code++
+			coded++
 		}
 	}
 	if lines < 3 {
 		return 0
 	}
-	return float64(code) / float64(lines)
+	return float64(coded) / float64(lines)
 }
 
 // titled reports whether a request opens with a title: after any lines
 // that introduce what follows ("Please fix this issue:"), a line of three
 // to sixteen words (a heading, not a paragraph) over a body of at least
-// three more lines.
+// three more lines. A title starts its line (an indented one is pasted
+// output, "    14 │ NODE_ENV: ..."), and is no sentence of a spaceless
+// script ended by its full stop ("。"); an issue's title may end in "."
+// (Django's tickets do) and its body may open with code.
 func titled(req string) bool {
 	title, body := false, 0
 	for line := range strings.SplitSeq(str.Clip(req, queryCap), "\n") {
@@ -487,6 +501,9 @@ func titled(req string) bool {
 			}
 		case strings.HasSuffix(t, ":"):
 		default:
+			if line[0] == ' ' || line[0] == '\t' || strings.HasSuffix(t, "。") {
+				return false
+			}
 			if n := wordCount(strings.Fields(t)); n < 3 || n > 16 {
 				return false
 			}

@@ -94,6 +94,10 @@ func TestWordClasses(t *testing.T) {
 		{"Back to the date parser: it still fails on 1970", false, true},
 		{"Implement an LRU cache in cache/lru.py with get and put", false, false},
 		{"Write a CSV exporter for the expenses", false, false},
+		{"y ahora los tests", true, false},
+		{"E agora o README", true, false},
+		{"E também os testes", true, false},
+		{"E  FATAL EXCEPTION: main\n    Process: com.example.app, PID: 24357", false, false}, // a log level
 	} {
 		if got := opensWithReply(c.in); got != c.reply {
 			t.Errorf("opensWithReply(%q) = %v, want %v", c.in, got, c.reply)
@@ -132,6 +136,12 @@ func TestTitled(t *testing.T) {
 		"Add CSV export to the reports page\nEach report gets a button.": false,
 		"ok\nthat works\nthanks\nbye":                                    false,
 		"When the user presses the button twice in a row the form submits two orders and charges the card twice, which it should never do\na\nb\nc": false,
+		// Pasted build output, indented, whose first line reads like a heading.
+		"    vite.config.js:14:18:\n      14 │   NODE_ENV: import.meta?.env?.MODE\n  You need to set the output format to esm.\n  VITE v6.1.0 ready in 903 ms": false,
+		// A sentence of a spaceless script, ended by its full stop; an
+		// issue's title may end in "." and open a body of code.
+		"我一点下载的日志都看不到，并且也没有进度展示。\n所以你多加点日志。\n特别是下载过程里的。\n还有速度。":                                                              false,
+		"Matrix.col_insert() no longer seems to work correctly.\nExample:\n\n    >>> M = eye(6)\n    >>> M.col_insert(3, V)": true,
 	} {
 		if got := titled(in); got != want {
 			t.Errorf("titled(%q) = %v, want %v", in, got, want)

@@ -349,3 +349,34 @@ func TestCodexIDEContext(t *testing.T) {
 		t.Errorf("asked %q", got)
 	}
 }
+
+// TestPastedOutputStaysPut: output people paste after the agent's work
+// (shapes seen in real exports, in my own wording) does not open a task
+// of its own: an Android crash whose first line is a log level over an
+// indented trace, a build's output pasted indented, and a request in
+// Chinese whose first line is a sentence, over a pasted log.
+func TestPastedOutputStaysPut(t *testing.T) {
+	const proj = "/home/dev/downloader"
+	work := []chat.Message{}
+	work = append(work, answered("Move the download library to the new listener API and update MainActivity.", "Moved the listeners and updated MainActivity.", proj+"/lib/DownloadManager.kt", proj+"/app/MainActivity.kt")...)
+	work = append(work, answered("Store the tasks in the Room database too.", "Added the entity, the DAO and the database.", proj+"/lib/db/TaskDao.kt", proj+"/lib/db/AppDatabase.kt")...)
+	trace := "                                Process: com.example.downloader, PID: 24357\n" +
+		"                                java.lang.IllegalStateException: A migration from 2 to 3 was required but not found.\n" +
+		"                                \tat androidx.room.RoomOpenHelper.onUpgrade(RoomOpenHelper.kt:109)\n" +
+		"                                \tat com.example.downloader.db.TaskDao_Impl.query(TaskDao_Impl.java:274)"
+	for name, req := range map[string]string{
+		"crash":        "E  FATAL EXCEPTION: main\n" + trace,
+		"build output": "    lib/build.gradle.kts:14:18:\n      14 │   kapt(libs.room.compiler)\n  The kapt plugin is deprecated for this module.\n  BUILD FAILED in 903 ms",
+		"zh":           "一打开就崩溃了，下载列表也是空的。\n请看日志：\n```\n" + trace + "\n```",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := mustNew(t, Config{})
+			turn := answered(req, "The migration was missing; added it.", proj+"/lib/db/AppDatabase.kt")
+			for k, p := range session(t, r, env(proj, true), work, turn) {
+				if !p.Fallback && p.Current.Method == MethodNew {
+					t.Fatalf("call %d: opened a task of its own at %.2f", k, p.Current.Confidence)
+				}
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@ func aiderSessions(text string) []string {
 		}
 		i += nl + 1
 	}
+	if len(starts) > 0 && starts[0] > 0 && aiderLine.MatchString(text[:starts[0]]) {
+		starts = append([]int{0}, starts...) // a history copied from its middle
+	}
 	if len(starts) <= 1 {
 		return []string{text}
 	}

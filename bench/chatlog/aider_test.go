@@ -1,6 +1,7 @@
 package chatlog
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -80,5 +81,28 @@ func TestAiderCheckout(t *testing.T) {
 	}
 	if got := summary(turns[1].Messages); got != "assistant edit:/Users/ana/Downloads/app/exe/webui/block.py | tool" {
 		t.Errorf("turn 2: %s", got)
+	}
+}
+
+// TestAiderHeaderless: a history copied from the middle of a session,
+// without aider's "# aider chat started at" line, is still aider's by its
+// name, and its opening is a session before the first header.
+func TestAiderHeaderless(t *testing.T) {
+	dir := t.TempDir()
+	log := "> Running git init  \n\n#### add a license  \n\nAdded LICENSE.\n\n" +
+		"# aider chat started at 2025-05-01 10:00:00\n\n#### and a README  \n\nDone.\n"
+	f := dir + "/.aider.chat.history.md"
+	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, skips, err := Read(f)
+	if err != nil || len(skips) > 0 || len(ss) != 2 || ss[0].Turns[0].Request != "add a license" || ss[1].Turns[0].Request != "and a README" {
+		t.Fatalf("%+v, %v, %v", ss, skips, err)
+	}
+	if err := os.WriteFile(dir+"/notes.md", []byte("#### a heading  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(dir + "/notes.md"); err == nil {
+		t.Error("a markdown file of another name read as aider's")
 	}
 }

@@ -198,8 +198,11 @@ func logFiles(dir string) ([]string, error) {
 // codexLine opens a Codex rollout: its first line is the session's meta.
 var codexLine = regexp.MustCompile(`^\s*\{[^\n]*"type"\s*:\s*"session_meta"`)
 
-// aiderHeader is aider's session start line.
-var aiderHeader = regexp.MustCompile(`(?m)^` + aiderStart)
+// aiderHeader is aider's session start line; aiderLine a user line.
+var (
+	aiderHeader = regexp.MustCompile(`(?m)^` + aiderStart)
+	aiderLine   = regexp.MustCompile(`(?m)^#### .*  \r?$`)
+)
 
 // detect names the format of a log from its name and content, "" when it
 // is none Read knows.
@@ -209,7 +212,8 @@ func detect(name string, b []byte) string {
 		return FormatCodex
 	case filepath.Ext(name) == ".jsonl":
 		return FormatClaudeCode
-	case aiderHeader.Match(b):
+	case aiderHeader.Match(b), strings.HasSuffix(name, "aider.chat.history.md") && aiderLine.Match(b):
+		// A history copied from its middle has no header.
 		return FormatAider
 	case specUser.Match(b):
 		return FormatSpecStory

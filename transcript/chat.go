@@ -15,7 +15,7 @@ func parseChat(body []byte) (*Transcript, error) {
 // chatItem reads a chat message (see readMessage).
 func chatItem(m *Message, rest string) (int, error) {
 	n, err := readMessage(m, rest, chatField)
-	if err == nil && m.Role == "user" && codexInjected(m.Text()) {
+	if err == nil && m.Role == "user" && CodexContext(m.Text()) {
 		// Codex speaks chat completions too (a provider's wire_api
 		// "chat"): its context and summary are what they are on the
 		// Responses wire.

@@ -113,7 +113,7 @@ func responsesItem(m *Message, rest string) (int, error) {
 			return 0, ErrBadMessage
 		}
 		m.Role = role
-		if role == "user" && codexInjected(m.Text()) {
+		if role == "user" && CodexContext(m.Text()) {
 			m.Role = "developer"
 		}
 	case typ == "function_call_output" || strings.HasSuffix(typ, "_output"):
@@ -170,7 +170,10 @@ func (t *Transcript) CodexRepos() (roots []string, ok bool) {
 	return roots, true
 }
 
-func codexInjected(text string) bool {
+// CodexContext reports whether a user-role message is one Codex injects
+// as context (its environment, AGENTS.md instructions, a compaction's
+// summary) rather than a request.
+func CodexContext(text string) bool {
 	text = strings.TrimLeft(text, " \t\r\n")
 	for _, p := range codexContext {
 		if strings.HasPrefix(text, p) {

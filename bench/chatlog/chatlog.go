@@ -140,6 +140,7 @@ func Read(p string) ([]Session, []trajectory.Skip, error) {
 	}
 	var out []Session
 	var skips []trajectory.Skip
+	empty := 0 // logs read whole that hold no request
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -160,11 +161,17 @@ func Read(p string) ([]Session, []trajectory.Skip, error) {
 			skips = append(skips, trajectory.Skip{Source: f, Record: record, Reason: err.Error()})
 			continue
 		}
+		if len(ss) == 0 {
+			empty++
+		}
 		out = append(out, ss...)
 	}
 	if len(out) == 0 {
 		if len(skips) > 0 {
 			return nil, skips, fmt.Errorf("chatlog: %s: no session left: %s", p, skips[0])
+		}
+		if empty > 0 {
+			return nil, nil, fmt.Errorf("chatlog: %s: not one request in the %d log(s) read (a subagent's log, a session left at once)", p, empty)
 		}
 		return nil, nil, fmt.Errorf("chatlog: %s: no aider, SpecStory, Claude Code or Codex log", p)
 	}
@@ -195,8 +202,10 @@ func logFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-// codexLine opens a Codex rollout: its first line is the session's meta.
-var codexLine = regexp.MustCompile(`^\s*\{[^\n]*"type"\s*:\s*"session_meta"`)
+// codexLine opens a Codex rollout: its first line is the session's meta,
+// or before September 2025 a bare {"id", "timestamp", ...} (a Claude Code
+// line opens with another member).
+var codexLine = regexp.MustCompile(`^\s*\{(?:[^\n]*"type"\s*:\s*"session_meta"|\s*"id"\s*:\s*"[^"\n]*"\s*,\s*"timestamp"\s*:)`)
 
 // aiderHeader is aider's session start line; aiderLine a user line.
 var (

@@ -332,6 +332,13 @@ func TestCodexLog(t *testing.T) {
 			`{"type":"user","isSidechain":true,"message":{"role":"user","content":"search the repo for x"}}` + "\n",
 		// A subagent's own log (Claude Code 2): no session of its own.
 		"agent-7f3a.jsonl": `{"type":"user","isSidechain":true,"cwd":"/home/ana/app","message":{"role":"user","content":"search the repo for x"}}` + "\n",
+		// Codex before September 2025: bare items, no user_message event.
+		"rollout-2025-08-02T10-00-00-77aa.jsonl": `{"id":"77aa","timestamp":"2025-08-02T10:00:00.000Z","instructions":null}` + "\n" +
+			`{"record_type":"state"}` + "\n" +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/home/eve/blog</cwd>\n</environment_context>"}]}` + "\n" +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"list the drafts"}]}` + "\n" +
+			`{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\",\"drafts\"]}","call_id":"c1"}` + "\n" +
+			`{"type":"function_call_output","call_id":"c1","output":"a.md"}` + "\n",
 	}
 	for name, s := range logs {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
@@ -339,10 +346,18 @@ func TestCodexLog(t *testing.T) {
 		}
 	}
 	ss, skips, err := Read(dir)
-	if err != nil || len(skips) > 0 || len(ss) != 2 {
+	if err != nil || len(skips) > 0 || len(ss) != 3 {
 		t.Fatalf("%+v, %v", ss, err)
 	}
-	c := ss[1]
+	if b := ss[1]; b.Format != FormatCodex || b.Workdir != "/home/eve/blog" || len(b.Turns) != 1 || b.Turns[0].Request != "list the drafts" ||
+		summary(b.Turns[0].Messages) != "assistant bash:ls drafts | tool" {
+		t.Errorf("bare rollout: %+v", b)
+	}
+	// A folder of logs with no request says so, not that it holds none.
+	if _, _, err := Read(filepath.Join(dir, "agent-7f3a.jsonl")); err == nil || !strings.Contains(err.Error(), "not one request") {
+		t.Errorf("a subagent's log alone: %v", err)
+	}
+	c := ss[2]
 	if ss[0].Format != FormatClaudeCode || len(ss[0].Turns) != 1 || c.Format != FormatCodex || c.Name != "rollout-2025-10-29T00-59-38-019a" || c.Workdir != "/home/eve/shop" ||
 		len(c.Turns) != 1 || summary(c.Turns[0].Messages) != "assistant bash:go test ./... | tool" {
 		t.Errorf("%+v", ss)

@@ -1,14 +1,17 @@
 package trajectory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/rcm-dev/rcm/internal/chat"
+	"github.com/rcm-dev/rcm/transcript"
 )
 
 // codexItem is a response_item payload of a Codex rollout, or an event_msg
@@ -33,7 +36,12 @@ type codexItem struct {
 // (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl: one {"type", "payload"}
 // object per line) into a Trajectory. Each user_message event is a request
 // and opens a turn (the response items that repeat it, and the harness's
-// environment and instruction messages, are not requests). Assistant
+// environment and instruction messages, are not requests). A rollout with
+// no such event (Codex before September 2025 wrote none, and wrote each
+// response item bare, after a {"id", "timestamp", "instructions"} line and
+// among {"record_type": "state"} ones) has its requests in its user
+// messages that are not the harness's (transcript.CodexContext), and its
+// workdir in the <cwd> of its environment message. Assistant
 // messages and the tool calls after them merge into one assistant message
 // until a tool output: shell calls become bash with the command line,
 // apply_patch one edit (or write, for an added file) per file with the
@@ -51,13 +59,11 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 	ids := map[string][]string{} // a call's id -> the ids of the calls it became
 	var users []string           // the person's messages the history holds (codexRebuilt)
 	cuts := map[int][]codexCut{} // per turn, its compactions
+	events := codexEvents(b)
 	log := newJSONL(b)
 	for n, line := range log.lines() {
-		var e struct {
-			Type    string    `json:"type"`
-			Payload codexItem `json:"payload"`
-		}
-		if err := json.Unmarshal(line, &e); err != nil {
+		e, err := codexLine(line)
+		if err != nil {
 			skips = append(skips, Skip{Source: source, Record: fmt.Sprintf("line %d", n), Reason: "not a rollout line: " + err.Error()})
 			continue
 		}
@@ -65,10 +71,21 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 		if tr.Workdir == "" && (e.Type == "session_meta" || e.Type == "turn_context") {
 			tr.Workdir = p.Cwd
 		}
-		if e.Type == "event_msg" && p.Type == "user_message" {
-			tr.Turns = append(tr.Turns, chat.Turn{Request: p.Message})
+		request, ok := "", false
+		switch {
+		case e.Type == "event_msg" && p.Type == "user_message":
+			request, ok = p.Message, true
+		case !events && e.Type == "response_item" && p.Type == "message" && p.Role == chat.RoleUser:
+			text := codexText(p.Content)
+			if m := codexCwd.FindStringSubmatch(text); m != nil && tr.Workdir == "" && strings.HasPrefix(strings.TrimSpace(text), "<environment_context>") {
+				tr.Workdir = strings.TrimSpace(m[1])
+			}
+			request, ok = text, !transcript.CodexContext(text)
+		}
+		if ok {
+			tr.Turns = append(tr.Turns, chat.Turn{Request: request})
 			turn, asst = &tr.Turns[len(tr.Turns)-1], nil
-			users = append(users, p.Message)
+			users = append(users, request)
 			continue
 		}
 		if e.Type == "compacted" && turn != nil { // before any request there is no history to rebuild
@@ -136,6 +153,52 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 		t.Messages = append(out, seg...)
 	}
 	return tr, skips, nil
+}
+
+// codexItems are the payload types Codex wrote bare, one a line, before
+// it wrapped them in {"type": "response_item", "payload": ...}.
+var codexItems = map[string]bool{"message": true, "reasoning": true, "function_call": true, "function_call_output": true,
+	"custom_tool_call": true, "custom_tool_call_output": true, "local_shell_call": true, "web_search_call": true}
+
+// codexCwd is the working directory an environment message names.
+var codexCwd = regexp.MustCompile(`<cwd>([^<]*)</cwd>`)
+
+// codexEntry is a rollout line: its type and payload.
+type codexEntry struct {
+	Type    string    `json:"type"`
+	Payload codexItem `json:"payload"`
+}
+
+// codexLine reads a rollout line; a bare response item is read as the
+// response_item line that holds it. The header and state lines of a bare
+// rollout are of no type, and so are passed over.
+func codexLine(line []byte) (codexEntry, error) {
+	var e codexEntry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, err
+	}
+	if codexItems[e.Type] {
+		var p codexItem
+		if err := json.Unmarshal(line, &p); err != nil {
+			return e, err
+		}
+		e = codexEntry{Type: "response_item", Payload: p}
+	}
+	return e, nil
+}
+
+// codexEvents reports whether a rollout has user_message events, which
+// are then its requests.
+func codexEvents(b []byte) bool {
+	for _, line := range newJSONL(b).lines() {
+		if !bytes.Contains(line, []byte(`"user_message"`)) {
+			continue
+		}
+		if e, err := codexLine(line); err == nil && e.Type == "event_msg" && e.Payload.Type == "user_message" {
+			return true
+		}
+	}
+	return false
 }
 
 // codexCut is a compacted line within a turn: after the turn's first at

@@ -69,6 +69,7 @@ func FuzzReadCodexLog(f *testing.F) {
 	f.Add([]byte(codexRollout))
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Update File: a\n-\n+\n x"}}`))
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"user_message","message":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c"}}` + "\n" + `{"type":"compacted","payload":{"message":"s","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}]}}` + "\n" + `{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"o"}}`))
+	f.Add([]byte(`{"id":"a","timestamp":"t","instructions":null}` + "\n" + `{"record_type":"state"}` + "\n" + `{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context><cwd>/w</cwd></environment_context>"}]}` + "\n" + `{"type":"message","role":"user","content":"x"}` + "\n" + `{"type":"function_call","name":"shell","arguments":"{}","call_id":"c"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, _, err := ReadCodexLog(b, "fuzz", "fuzz")
 		if err == nil {
@@ -147,5 +148,25 @@ func TestCodexRebuiltBudget(t *testing.T) {
 	cut := hist[0].Content
 	if !strings.Contains(cut, "tokens truncated") || !strings.HasPrefix(cut, "xxxx") || !strings.HasSuffix(cut, "xxxx") || len(cut) >= 40+len("…10 tokens truncated…") {
 		t.Errorf("the oldest kept message: %q", cut)
+	}
+}
+
+// TestReadCodexLogNoEvents: a rollout whose requests are only user
+// messages (a trimmed one, as an eval's fixture keeps it) takes them as
+// requests, the harness's context messages left out.
+func TestReadCodexLogNoEvents(t *testing.T) {
+	log := `{"timestamp":"2026-07-17T18:00:14.000Z","type":"session_meta","payload":{"id":"019f","cwd":"/home/eve/shop"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /home/eve/shop\n\n<INSTRUCTIONS>be brief</INSTRUCTIONS>"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"I had to restart: go on with step 4 of docs/plan.md"}]}}
+{"type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","call_id":"p1","input":"*** Begin Patch\n*** Update File: cart.py\n@@\n-a\n+b\n*** End Patch\n"}}
+{"type":"event_msg","payload":{"type":"patch_apply_end","call_id":"p1"}}
+{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"p1","output":"Success."}}
+`
+	tr, skips, err := ReadCodexLog([]byte(log), "rollout", "r")
+	if err != nil || len(skips) > 0 {
+		t.Fatal(err, skips)
+	}
+	if len(tr.Turns) != 1 || tr.Turns[0].Request != "I had to restart: go on with step 4 of docs/plan.md" || len(tr.Turns[0].Messages) != 2 {
+		t.Fatalf("%+v", tr.Turns)
 	}
 }

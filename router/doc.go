@@ -49,7 +49,8 @@
 //     background command finished; Cursor's <system_notification>; VS
 //     Code Copilot's "[Terminal ... notification:") or a bare slash
 //     command continues
-//     that request's task and never opens one. The message after a
+//     that request's task and never opens one; the first request after
+//     only such messages is the session's first task's (opening). The message after a
 //     command that ran without the model (its output, a notice, aider's
 //     bare /model) is not an addendum to it: it is decided on its own
 //     (ranLocally); an invoked command's expansion still continues. The

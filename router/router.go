@@ -264,6 +264,9 @@ func (s *call) classify(i int, header string) Decision {
 		// The first task of a session: there is nothing else it could be.
 		return one(s.newID(), 1, MethodNew)
 	}
+	if t, ok := s.opening(i); ok {
+		return one(t, 1, MethodNew)
+	}
 	prof := s.profiles(i, q)
 	d, ok, only := s.workspace(sig, prof)
 	// A message sent before the agent answered the previous request (a
@@ -287,6 +290,22 @@ func (s *call) classify(i int, header string) Decision {
 		return d
 	}
 	return s.scored(i, q, prof, only)
+}
+
+// opening reports whether turn i is a session's first request after
+// only the harness's own messages (Claude Code's caveat, a /clear, a
+// /model and what they printed), and the task those opened: there is
+// nothing else it could be.
+func (s *call) opening(i int) (string, bool) {
+	if i == 0 || len(s.tasks) != 1 || len(s.seeds) > 0 {
+		return "", false
+	}
+	for j := range i {
+		if s.t.Turns[j].Kind != transcript.Request || !artifact(s.request(j)) {
+			return "", false
+		}
+	}
+	return s.tasks[0], true
 }
 
 // confidenceOf is the confidence of task's latest decision before turn i.

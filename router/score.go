@@ -486,9 +486,11 @@ func pasted(req string) float64 {
 // that introduce what follows ("Please fix this issue:"), a line of three
 // to sixteen words (a heading, not a paragraph) over a body of at least
 // three more lines. A title starts its line (an indented one is pasted
-// output, "    14 │ NODE_ENV: ..."), and is no sentence of a spaceless
-// script ended by its full stop ("。"); an issue's title may end in "."
-// (Django's tickets do) and its body may open with code.
+// output, "    14 │ NODE_ENV: ..."), has no column gap of two spaces
+// between its words (a log's line has: Android's "E  FATAL EXCEPTION:
+// main"), and is no sentence of a spaceless script ended by its full
+// stop ("。"); an issue's title may end in "." (Django's tickets do) and
+// its body may open with code.
 func titled(req string) bool {
 	title, body := false, 0
 	for line := range strings.SplitSeq(str.Clip(req, queryCap), "\n") {
@@ -501,7 +503,7 @@ func titled(req string) bool {
 			}
 		case strings.HasSuffix(t, ":"):
 		default:
-			if line[0] == ' ' || line[0] == '\t' || strings.HasSuffix(t, "。") {
+			if line[0] == ' ' || line[0] == '\t' || strings.Contains(t, "  ") || strings.HasSuffix(t, "。") {
 				return false
 			}
 			if n := wordCount(strings.Fields(t)); n < 3 || n > 16 {

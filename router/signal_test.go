@@ -138,6 +138,9 @@ func TestTitled(t *testing.T) {
 		"When the user presses the button twice in a row the form submits two orders and charges the card twice, which it should never do\na\nb\nc": false,
 		// Pasted build output, indented, whose first line reads like a heading.
 		"    vite.config.js:14:18:\n      14 │   NODE_ENV: import.meta?.env?.MODE\n  You need to set the output format to esm.\n  VITE v6.1.0 ready in 903 ms": false,
+		// A log's first line, its columns two spaces apart, over its trace.
+		"E  FATAL EXCEPTION: main\n    Process: com.example.app, PID: 24357\n    java.lang.IllegalStateException: no migration\n    at androidx.room.RoomOpenHelper.onUpgrade(RoomOpenHelper.kt:109)": false,
+		"2024-05-02 10:14:07  ERROR  worker crashed on start\nTraceback (most recent call last):\nFile \"w.py\", line 3\nKeyError: 'x'":                                                               false,
 		// A sentence of a spaceless script, ended by its full stop; an
 		// issue's title may end in "." and open a body of code.
 		"我一点下载的日志都看不到，并且也没有进度展示。\n所以你多加点日志。\n特别是下载过程里的。\n还有速度。":                                                              false,

@@ -2,7 +2,8 @@
 // with a coding agent, and lays each out as the turns a harness would have
 // sent (Session): aider's .aider.chat.history.md, SpecStory's
 // .specstory/history/*.md (Cursor and VS Code Copilot chats, in the early
-// 2025 format, v2 and Markdown v2.1 with its <tool-use> elements, which
+// 2025 format, whose tool steps name no tool and are known by their shape,
+// v2 and Markdown v2.1 with its <tool-use> elements, which
 // SpecStory's CLI also writes for Claude Code and Codex: each provider
 // keeps a tool's arguments its own way, and a subagent's "sidechain"
 // messages are left out), Claude

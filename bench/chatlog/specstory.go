@@ -18,9 +18,19 @@ var (
 	specSidechain = regexp.MustCompile(`^_\*\*(?:User|Agent|Assistant) - sidechain\b.*\*\*_\s*$`)
 	specToolUse   = regexp.MustCompile(`^Tool use: \*\*([^*]+)\*\*`)
 	specEdit      = regexp.MustCompile(`<summary>Edit file: (.+?)</summary>`)
-	specGrep      = regexp.MustCompile(`<summary>Grep for "(.*)" in`)
-	specList      = regexp.MustCompile(`<summary>Listed directory (.+?) •`)
+	specGrep      = regexp.MustCompile(`<summary>Grep (?:search )?for "(.*)"(?: in| •)`)
+	specList      = regexp.MustCompile(`<summary>Listed (?:directory (.+?)|current directory) •`)
 	specSummary   = regexp.MustCompile(`<summary>(.+?)</summary>`)
+	// The old format (Cursor's exports of 2024 and early 2025) names no
+	// tool: its searches and listings are <details> blocks whose summary
+	// says what ran, named here as the later format names them.
+	specOldSteps = []struct{ summary, name string }{
+		{"Grep search for ", "grep_search"},
+		{"Searched codebase ", "codebase_search"},
+		{"Searched web ", "web_search"},
+		{"Listed directory ", "list_dir"},
+		{"Listed current directory ", "list_dir"},
+	}
 )
 
 // parseSpecStory reads a SpecStory export: a user message is the text
@@ -175,6 +185,9 @@ func specTool(b []string, w *work) bool {
 		}
 		break
 	}
+	if name == "" {
+		name = oldStep(b)
+	}
 	body := strings.Join(rest, "\n")
 	if m := specEdit.FindStringSubmatch(body); m != nil {
 		old, neu := diffSides(fences(rest))
@@ -203,7 +216,7 @@ func specTool(b []string, w *work) bool {
 		w.call("bash", map[string]any{"command": strings.TrimSpace(fs[0])}, res)
 	case specGrep.MatchString(body):
 		w.call("grep", map[string]any{"pattern": specGrep.FindStringSubmatch(body)[1]}, out)
-	case specList.MatchString(body):
+	case specList.MatchString(body) && specList.FindStringSubmatch(body)[1] != "undefined":
 		w.call("list", map[string]any{"path": w.abs(specList.FindStringSubmatch(body)[1])}, out)
 	default:
 		what := firstLine(out)
@@ -214,6 +227,58 @@ func specTool(b []string, w *work) bool {
 	}
 	return true
 }
+
+// oldStep names the tool of an old-format step, or returns "": a
+// <details> block opening with one of specOldSteps' summaries, or a
+// terminal run, a block of nothing but a shell fence (the command) and
+// perhaps a bare one (its output). Text with a command in it has words
+// around the fence; a C# doc comment's <summary> is inside a fence.
+func oldStep(b []string) string {
+	var lines []string
+	for _, ln := range b {
+		if t := strings.TrimSpace(ln); t != "" {
+			lines = append(lines, t)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	if lines[0] == "<details>" && len(lines) > 1 {
+		for _, o := range specOldSteps {
+			if strings.HasPrefix(lines[1], "<summary>"+o.summary) {
+				return o.name
+			}
+		}
+		return ""
+	}
+	var f fence
+	in, n := false, 0
+	for _, ln := range lines {
+		switch {
+		case in:
+			in = !f.closes(ln)
+		case n == 2:
+			return "" // a third fence
+		default:
+			var ok bool
+			if f, ok = opening(ln); !ok {
+				return "" // text outside the fences
+			}
+			info := strings.TrimSpace(strings.TrimLeft(ln, "`"))
+			if n == 0 && !shells[info] || n == 1 && info != "" {
+				return ""
+			}
+			in, n = true, n+1
+		}
+	}
+	if in {
+		return ""
+	}
+	return "run_terminal_cmd"
+}
+
+// shells are the info strings of a fence that holds a command.
+var shells = map[string]bool{"bash": true, "sh": true, "shell": true, "zsh": true, "powershell": true, "pwsh": true, "cmd": true}
 
 // toolName names another tool as OpenCode names its own: todo_write is
 // todowrite.

@@ -207,6 +207,7 @@ func specTool(b []string, w *work) bool {
 	if out == "" {
 		out = "(no output recorded)"
 	}
+	list := specList.FindStringSubmatch(body)
 	switch fs := fences(rest); {
 	case name == "run_terminal_cmd" && len(fs) > 0:
 		res := "(no output recorded)"
@@ -216,8 +217,8 @@ func specTool(b []string, w *work) bool {
 		w.call("bash", map[string]any{"command": strings.TrimSpace(fs[0])}, res)
 	case specGrep.MatchString(body):
 		w.call("grep", map[string]any{"pattern": specGrep.FindStringSubmatch(body)[1]}, out)
-	case specList.MatchString(body) && specList.FindStringSubmatch(body)[1] != "undefined":
-		w.call("list", map[string]any{"path": w.abs(specList.FindStringSubmatch(body)[1])}, out)
+	case list != nil && list[1] != "undefined":
+		w.call("list", map[string]any{"path": w.abs(list[1])}, out)
 	default:
 		what := firstLine(out)
 		if m := specSummary.FindStringSubmatch(body); m != nil {

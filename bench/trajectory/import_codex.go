@@ -77,8 +77,10 @@ func ReadCodexLog(b []byte, source, task string) (*chat.Trajectory, []Skip, erro
 			request, ok = p.Message, true
 		case !events && e.Type == "response_item" && p.Type == "message" && p.Role == chat.RoleUser:
 			text := codexText(p.Content)
-			if m := codexCwd.FindStringSubmatch(text); m != nil && tr.Workdir == "" && strings.HasPrefix(strings.TrimSpace(text), "<environment_context>") {
-				tr.Workdir = strings.TrimSpace(m[1])
+			if tr.Workdir == "" && strings.HasPrefix(strings.TrimSpace(text), "<environment_context>") {
+				if m := codexCwd.FindStringSubmatch(text); m != nil {
+					tr.Workdir = strings.TrimSpace(m[1])
+				}
 			}
 			request, ok = text, !transcript.CodexContext(text)
 		}
